@@ -1,0 +1,69 @@
+import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
+import { createServer as createHttp2Server, type Http2Server, type ServerHttp2Session } from "node:http2";
+import { type AddressInfo, createServer as createNetServer, type Socket } from "node:net";
+import type { NodeRequest } from "./http-body.js";
+import type { NodeResponse } from "./rest-gateway.js";
+
+const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n");
+
+export interface Listener {
+  port: number;
+  /** Stops accepting, lets open requests finish for `graceMs`, then cuts the rest. */
+  close(graceMs: number): Promise<void>;
+}
+
+/**
+ * One cleartext port for HTTP/1.1 and HTTP/2 (h2c prior knowledge, which
+ * gRPC uses). `http2.createServer({allowHTTP1})` only negotiates over TLS,
+ * so each connection is routed by its first bytes instead.
+ */
+export async function listen(port: number, host: string, handler: (req: NodeRequest, res: NodeResponse) => void): Promise<Listener> {
+  const http1: HttpServer = createHttpServer(handler);
+  const http2: Http2Server = createHttp2Server(handler);
+  const sockets = new Set<Socket>();
+  const sessions = new Set<ServerHttp2Session>();
+  http2.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
+
+  const server = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    let seen = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      seen = Buffer.concat([seen, chunk]);
+      const compared = Math.min(seen.length, HTTP2_PREFACE.length);
+      const isHttp2 = seen.subarray(0, compared).equals(HTTP2_PREFACE.subarray(0, compared));
+      if (isHttp2 && compared < HTTP2_PREFACE.length) return; // need more bytes to decide
+      socket.off("data", onData);
+      socket.pause();
+      socket.unshift(seen);
+      (isHttp2 ? http2 : http1).emit("connection", socket);
+      socket.resume();
+    };
+    socket.on("data", onData);
+    socket.on("error", () => socket.destroy());
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+
+  return {
+    port: (server.address() as AddressInfo).port,
+    async close(graceMs) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      http1.closeIdleConnections();
+      for (const session of sessions) session.close();
+      const deadline = setTimeout(() => {
+        for (const socket of sockets) socket.destroy();
+      }, graceMs);
+      // Keep-alive connections that finish their request close themselves.
+      http1.on("request", (_req, res) => res.setHeader("connection", "close"));
+      await closed;
+      clearTimeout(deadline);
+    },
+  };
+}

@@ -1,0 +1,115 @@
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { DEFAULT_CATALOG } from "./domain/default-catalog.js";
+import { type EventType, parseCatalog } from "./domain/event-catalog.js";
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule, type RetryPolicy } from "./domain/retry-policy.js";
+import type { StoreConfig } from "./store/open-store.js";
+
+/** Everything the service reads from its environment, validated once. */
+export interface Config {
+  port: number;
+  host: string;
+  logLevel: string;
+  store: StoreConfig;
+  /** Ensures a client holding this key exists at start (dev, demos, tests). */
+  bootstrapApiKey?: string;
+  /** Guards the internal (admin) APIs. */
+  adminToken?: string;
+  catalog: readonly EventType[];
+  retryPolicy: RetryPolicy;
+  deliveryTimeoutMs: number;
+  maxResponseBytes: number;
+  maxBodyBytes: number;
+  allowPrivateTargets: boolean;
+  allowHttpTargets: boolean;
+  signingKeyBits: number;
+  schedulerPollMs: number;
+  deliveryConcurrency: number;
+  shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.toLowerCase();
+  if (raw === undefined || raw === "") return fallback;
+  if (["true", "1", "yes"].includes(raw)) return true;
+  if (["false", "0", "no"].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(env[name])}`);
+}
+
+function storeConfig(env: Env): StoreConfig {
+  const url = env.DATABASE_URL;
+  if (!url) return { kind: "embedded", dataDir: resolve(env.DATA_DIR || "./data") };
+  if (/^postgres(ql)?:\/\//.test(url)) return { kind: "postgres", url };
+  if (/^mongodb(\+srv)?:\/\//.test(url)) return { kind: "mongodb", url };
+  throw new ConfigError("DATABASE_URL must start with postgres://, postgresql:// or mongodb:// (unset: embedded PGlite under DATA_DIR)");
+}
+
+function catalog(env: Env): readonly EventType[] {
+  const file = env.EVENT_CATALOG_FILE;
+  if (!file) return DEFAULT_CATALOG;
+  try {
+    return parseCatalog(JSON.parse(readFileSync(file, "utf8")));
+  } catch (error) {
+    throw new ConfigError(`EVENT_CATALOG_FILE ${file}: ${(error as Error).message}`);
+  }
+}
+
+function retryPolicy(env: Env): RetryPolicy {
+  try {
+    return {
+      delaysMs: parseRetrySchedule(env.RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE),
+      jitter: Number(env.RETRY_JITTER ?? "0.2"),
+      maxRetryAfterMs: 24 * 3_600_000,
+    };
+  } catch (error) {
+    throw new ConfigError(`RETRY_SCHEDULE: ${(error as Error).message}`);
+  }
+}
+
+export function loadConfig(env: Env): Config {
+  const policy = retryPolicy(env);
+  if (!(policy.jitter >= 0 && policy.jitter < 1)) throw new ConfigError("RETRY_JITTER must be a number from 0 to below 1");
+  const bootstrapApiKey = env.BOOTSTRAP_API_KEY || undefined;
+  if (bootstrapApiKey !== undefined && bootstrapApiKey.length < 16) {
+    throw new ConfigError("BOOTSTRAP_API_KEY must be at least 16 characters");
+  }
+  const adminToken = env.ADMIN_TOKEN || undefined;
+  if (adminToken !== undefined && adminToken.length < 16) throw new ConfigError("ADMIN_TOKEN must be at least 16 characters");
+  const signingKeyBits = integer(env, "SIGNING_KEY_BITS", 2048, 2048, 4096);
+  if (signingKeyBits !== 2048 && signingKeyBits !== 3072 && signingKeyBits !== 4096) {
+    throw new ConfigError("SIGNING_KEY_BITS must be 2048, 3072 or 4096");
+  }
+  return {
+    port: integer(env, "PORT", 8080, 0, 65535),
+    host: env.HOST || "0.0.0.0",
+    logLevel: env.LOG_LEVEL || "info",
+    store: storeConfig(env),
+    ...(bootstrapApiKey ? { bootstrapApiKey } : {}),
+    ...(adminToken ? { adminToken } : {}),
+    catalog: catalog(env),
+    retryPolicy: policy,
+    deliveryTimeoutMs: integer(env, "DELIVERY_TIMEOUT_MS", 15_000, 100, 120_000),
+    maxResponseBytes: integer(env, "MAX_RESPONSE_BYTES", 4096, 0, 1_048_576),
+    maxBodyBytes: integer(env, "MAX_BODY_BYTES", 1_048_576, 1024, 64 * 1_048_576),
+    allowPrivateTargets: boolean(env, "ALLOW_PRIVATE_TARGETS", false),
+    allowHttpTargets: boolean(env, "ALLOW_HTTP_TARGETS", false),
+    signingKeyBits,
+    schedulerPollMs: integer(env, "SCHEDULER_POLL_MS", 1000, 50, 60_000),
+    deliveryConcurrency: integer(env, "DELIVERY_CONCURRENCY", 32, 1, 1024),
+    shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", 10_000, 0, 300_000),
+  };
+}

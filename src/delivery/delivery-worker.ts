@@ -1,0 +1,118 @@
+import { createPrivateKey, type KeyObject } from "node:crypto";
+import type { Logger } from "pino";
+import type { Subscription } from "../domain/model.js";
+import type { Store } from "../domain/ports.js";
+import type { RetryPolicy } from "../domain/retry-policy.js";
+import { signBody } from "../domain/signature.js";
+import type { HttpSender } from "./http-sender.js";
+
+/** What the scheduler does after an attempt. */
+export type AttemptOutcome =
+  | { kind: "done" }
+  /** `retry` is the number of the retry to schedule (1-based). */
+  | { kind: "retry"; reason: string; retry: number; retryAfterMs?: number }
+  /** Shutdown interrupted the attempt: run the same attempt again later. */
+  | { kind: "requeue" };
+
+const KEY_CACHE_LIMIT = 10_000;
+
+/**
+ * One delivery attempt of one notification: sign, POST, record. It knows
+ * nothing of Agenda; the scheduler maps its outcome onto the job.
+ */
+export class DeliveryWorker {
+  readonly #keys = new Map<string, { pem: string; key: KeyObject }>();
+
+  constructor(
+    private readonly deps: {
+      store: Store;
+      sender: HttpSender;
+      retryPolicy: RetryPolicy;
+      log: Logger;
+      shutdown: AbortSignal;
+    },
+  ) {}
+
+  get maxRetries(): number {
+    return this.deps.retryPolicy.delaysMs.length;
+  }
+
+  /**
+   * Makes the notification's next attempt. The attempt number comes from the
+   * attempts recorded in the store, so a crash between the POST and the
+   * record repeats the same `X-JobAttempt`, and our own failures (store
+   * down) never use up the receiver's retries.
+   */
+  async attemptNext(notificationId: string): Promise<AttemptOutcome> {
+    const { store } = this.deps;
+    const notification = await store.notifications.get(notificationId);
+    if (notification?.status !== "pending") {
+      this.deps.log.debug({ jobId: notificationId, status: notification?.status }, "nothing to deliver");
+      return { kind: "done" };
+    }
+    const attempt = notification.attemptCount;
+    const log = this.deps.log.child({ jobId: notificationId, attempt, subscriptionId: notification.subscriptionId });
+    const subscription = await store.subscriptions.get(notification.subscriptionId);
+    const startedAt = new Date();
+    if (!subscription?.enabled) {
+      const error = subscription ? "subscription is disabled" : "subscription was deleted";
+      await store.notifications.recordAttempt({ notificationId, attempt, startedAt, durationMs: 0, error, succeeded: false }, "failed");
+      log.warn(`delivery abandoned: ${error}`);
+      return { kind: "done" };
+    }
+
+    const result = await this.deps.sender.send({
+      url: subscription.url,
+      body: notification.body,
+      headers: {
+        "X-Signature": signBody(notification.body, this.#signingKey(subscription)),
+        "X-JobId": notification.id,
+        "X-JobAttempt": String(attempt),
+      },
+      signal: this.deps.shutdown,
+    });
+    if (result.interrupted) {
+      log.info("attempt interrupted by shutdown; it will run again");
+      return { kind: "requeue" };
+    }
+
+    const succeeded = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
+    const lastAttempt = attempt >= this.maxRetries;
+    const status = succeeded ? "delivered" : lastAttempt ? "failed" : "pending";
+    await store.notifications.recordAttempt(
+      {
+        notificationId,
+        attempt,
+        startedAt,
+        durationMs: result.durationMs,
+        statusCode: result.statusCode,
+        responseBody: result.responseBody,
+        error: result.error,
+        succeeded,
+      },
+      status,
+    );
+    const fields = { statusCode: result.statusCode, durationMs: result.durationMs, error: result.error };
+    if (succeeded) {
+      log.info(fields, "delivered");
+      return { kind: "done" };
+    }
+    if (lastAttempt) {
+      log.warn(fields, "delivery failed; retries exhausted");
+      return { kind: "done" };
+    }
+    log.info(fields, "delivery failed; will retry");
+    const reason = result.error ?? `receiver answered ${result.statusCode}`;
+    return { kind: "retry", reason, retry: attempt + 1, retryAfterMs: result.retryAfterMs };
+  }
+
+  /** Parsing a PEM costs more than signing; keep the KeyObject per subscription key. */
+  #signingKey(subscription: Subscription): KeyObject {
+    const cached = this.#keys.get(subscription.id);
+    if (cached && cached.pem === subscription.privateKeyPem) return cached.key;
+    if (this.#keys.size >= KEY_CACHE_LIMIT) this.#keys.delete(this.#keys.keys().next().value as string);
+    const key = createPrivateKey(subscription.privateKeyPem);
+    this.#keys.set(subscription.id, { pem: subscription.privateKeyPem, key });
+    return key;
+  }
+}

@@ -1,0 +1,143 @@
+import { lookup as dnsLookup } from "node:dns";
+import type { LookupFunction } from "node:net";
+import { isIP } from "node:net";
+import { Agent, errors as undiciErrors } from "undici";
+import { ForbiddenTargetError } from "../domain/errors.js";
+import { isPublicAddress } from "../domain/ip-address.js";
+import { assertPublicHost } from "../domain/target-url.js";
+
+export interface HttpSenderOptions {
+  timeoutMs: number;
+  /** How much of a response body is kept for the delivery log. */
+  maxResponseBytes: number;
+  allowPrivateTargets: boolean;
+  userAgent: string;
+}
+
+export interface SendRequest {
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+  /** Aborted when the service shuts down. */
+  signal: AbortSignal;
+}
+
+export interface SendResult {
+  durationMs: number;
+  statusCode?: number;
+  responseBody?: string;
+  /** Set when no usable response arrived: timeout, refused, reset, forbidden address… */
+  error?: string;
+  /** From the receiver's Retry-After header. */
+  retryAfterMs?: number;
+  /** The shutdown signal fired before an answer: the attempt did not count. */
+  interrupted: boolean;
+}
+
+/**
+ * Resolves once, refuses if any resolved address is not public, and hands
+ * net.connect exactly the checked address, so DNS rebinding has no second
+ * lookup to win.
+ */
+function publicOnlyLookup(): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, "", 0);
+      const list = addresses as unknown as { address: string; family: number }[];
+      const forbidden = list.find((entry) => !isPublicAddress(entry.address));
+      if (forbidden || list.length === 0) {
+        const reason = new ForbiddenTargetError(`${hostname} resolves to a non-public address (${forbidden?.address ?? "none"})`);
+        return callback(reason as NodeJS.ErrnoException, "", 0);
+      }
+      if (options.all) return callback(null, list as never);
+      const first = list[0] as { address: string; family: number };
+      return callback(null, first.address, first.family);
+    });
+  };
+}
+
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (!text) return undefined;
+  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/** POSTs signed notifications through one keep-alive pool per origin. */
+export class HttpSender {
+  readonly #agent: Agent;
+
+  constructor(private readonly options: HttpSenderOptions) {
+    this.#agent = new Agent({
+      keepAliveTimeout: 30_000,
+      connections: 64,
+      connect: options.allowPrivateTargets ? {} : { lookup: publicOnlyLookup() },
+    });
+  }
+
+  async send(request: SendRequest): Promise<SendResult> {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    const timeout = AbortSignal.timeout(this.options.timeoutMs);
+    try {
+      const target = new URL(request.url);
+      // Literal IPs never reach the lookup hook, so they are checked here.
+      if (!this.options.allowPrivateTargets && isIP(target.hostname.replace(/^\[|\]$/g, ""))) assertPublicHost(target.hostname);
+      const response = await this.#agent.request({
+        origin: target.origin,
+        path: `${target.pathname}${target.search}`,
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "user-agent": this.options.userAgent,
+          ...request.headers,
+        },
+        body: request.body,
+        signal: AbortSignal.any([request.signal, timeout]),
+      });
+      const responseBody = await readCapped(response.body, this.options.maxResponseBytes);
+      return {
+        durationMs: elapsed(),
+        statusCode: response.statusCode,
+        responseBody,
+        retryAfterMs: parseRetryAfter(response.headers["retry-after"]),
+        interrupted: false,
+      };
+    } catch (error) {
+      if (request.signal.aborted) return { durationMs: elapsed(), error: "interrupted by shutdown", interrupted: true };
+      return { durationMs: elapsed(), error: describeFailure(error, timeout.aborted, this.options.timeoutMs), interrupted: false };
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+}
+
+async function readCapped(body: AsyncIterable<Uint8Array> & { destroy(): void }, maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(Buffer.from(chunk));
+    size += chunk.byteLength;
+    if (size >= maxBytes) {
+      // Keep the first bytes only; the rest of a huge answer is dropped with the connection.
+      body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(chunks).subarray(0, maxBytes).toString("utf8");
+}
+
+function describeFailure(error: unknown, timedOut: boolean, timeoutMs: number): string {
+  if (timedOut) return `timeout: no answer within ${timeoutMs} ms`;
+  if (error instanceof ForbiddenTargetError) return `refused: ${error.message}`;
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  const code = (error as { code?: string }).code ?? cause?.code;
+  if (error instanceof undiciErrors.UndiciError || code) {
+    const message = (error as Error).message;
+    return code && !message.includes(code) ? `${code}: ${message}` : message;
+  }
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,35 @@
+/**
+ * Typed domain errors. The domain throws these; exactly one place
+ * (`api/error-mapping.ts`) turns them into transport errors.
+ */
+export class DomainError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The request is malformed or a field is invalid. */
+export class ValidationError extends DomainError {
+  constructor(
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The target URL is not allowed (scheme, private address, credentials…). */
+export class ForbiddenTargetError extends ValidationError {}
+
+/** The caller did not present a valid credential. */
+export class UnauthenticatedError extends DomainError {}
+
+/** The caller is known but may not do this. */
+export class PermissionDeniedError extends DomainError {}
+
+/** No such resource, or it belongs to somebody else (never say which). */
+export class NotFoundError extends DomainError {}
+
+/** The resource exists already or the state forbids the change. */
+export class ConflictError extends DomainError {}

@@ -1,0 +1,59 @@
+/** Plain domain records, shared by the services and the store port. */
+
+export type JsonObject = { [key: string]: JsonValue };
+export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
+
+export interface Client {
+  id: string;
+  name: string;
+  createdAt: Date;
+}
+
+export interface Subscription {
+  id: string;
+  clientId: string;
+  event: string;
+  url: string;
+  description: string;
+  enabled: boolean;
+  /** SPKI PEM, handed to the subscriber to verify `X-Signature`. */
+  publicKeyPem: string;
+  /** PKCS#8 PEM; never leaves the service. */
+  privateKeyPem: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type NotificationStatus = "pending" | "delivered" | "failed";
+
+/** One notification job: a fixed body delivered to one subscription. */
+export interface Notification {
+  /** Sent as `X-JobId` on every attempt. */
+  id: string;
+  subscriptionId: string;
+  clientId: string;
+  event: string;
+  /** The exact bytes (UTF-8) that every attempt sends and signs. */
+  body: string;
+  status: NotificationStatus;
+  /** Attempts made so far; the next attempt's `X-JobAttempt` equals it. */
+  attemptCount: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What one delivery attempt observed. */
+export interface DeliveryAttempt {
+  notificationId: string;
+  /** `X-JobAttempt`: 0 for the first delivery, then 1..maxRetries. */
+  attempt: number;
+  startedAt: Date;
+  durationMs: number;
+  /** HTTP status, absent when no response arrived. */
+  statusCode?: number;
+  /** The first bytes of the response body. */
+  responseBody?: string;
+  /** Why the attempt failed without a usable response (timeout, refused…). */
+  error?: string;
+  succeeded: boolean;
+}

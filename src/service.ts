@@ -1,0 +1,103 @@
+import type { Logger } from "pino";
+import { createErrorInterceptor, createLoggingInterceptor } from "./api/interceptors.js";
+import { type Listener, listen } from "./api/listener.js";
+import { createRequestHandler } from "./api/request-handler.js";
+import { createRoutes, SERVICES } from "./api/routes.js";
+import type { Config } from "./config.js";
+import { DeliveryScheduler } from "./delivery/delivery-scheduler.js";
+import { DeliveryWorker } from "./delivery/delivery-worker.js";
+import { HttpSender } from "./delivery/http-sender.js";
+import { ClientDirectory } from "./domain/clients.js";
+import { EventCatalog } from "./domain/event-catalog.js";
+import { Notifications } from "./domain/notifications.js";
+import { Subscriptions } from "./domain/subscriptions.js";
+import { openStore } from "./store/open-store.js";
+
+export interface RunningService {
+  /** The port actually bound (useful with PORT=0). */
+  port: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * The composition root: builds store, scheduler, domain and transport from
+ * one validated config, starts them, and stops them in reverse order.
+ */
+export async function startService(config: Config, log: Logger): Promise<RunningService> {
+  const shutdown = new AbortController();
+  let ready = false;
+  const opened = await openStore(config.store, log);
+  const { store } = opened;
+  try {
+    const catalog = new EventCatalog(config.catalog);
+    const directory = new ClientDirectory(store.clients);
+    if (config.bootstrapApiKey) await directory.ensureBootstrapClient(config.bootstrapApiKey);
+
+    const sender = new HttpSender({
+      timeoutMs: config.deliveryTimeoutMs,
+      maxResponseBytes: config.maxResponseBytes,
+      allowPrivateTargets: config.allowPrivateTargets,
+      userAgent: "webhook-notification-service/0.1",
+    });
+    const worker = new DeliveryWorker({ store, sender, retryPolicy: config.retryPolicy, log, shutdown: shutdown.signal });
+    const scheduler = new DeliveryScheduler(
+      {
+        backend: opened.agendaBackend,
+        ...(opened.notificationChannel ? { notificationChannel: opened.notificationChannel } : {}),
+        retryPolicy: config.retryPolicy,
+        pollIntervalMs: config.schedulerPollMs,
+        concurrency: config.deliveryConcurrency,
+        lockLifetimeMs: 2 * config.deliveryTimeoutMs + 30_000,
+        sweepIntervalMs: 60_000,
+        name: `webhooks-${process.pid}`,
+      },
+      { worker, notifications: store.notifications, log },
+    );
+    const subscriptions = new Subscriptions({
+      store: store.subscriptions,
+      catalog,
+      targetPolicy: { allowPrivateTargets: config.allowPrivateTargets, allowHttpTargets: config.allowHttpTargets },
+      signingKeyBits: config.signingKeyBits,
+    });
+    const notifications = new Notifications({ store: store.notifications, queue: scheduler, catalog, subscriptions });
+
+    const handler = createRequestHandler({
+      routes: createRoutes({ directory, catalog, subscriptions, notifications }),
+      services: SERVICES,
+      interceptors: [createLoggingInterceptor(log), createErrorInterceptor(log)],
+      maxBodyBytes: config.maxBodyBytes,
+      isReady: () => ready,
+    });
+
+    await scheduler.start();
+    let listener: Listener;
+    try {
+      listener = await listen(config.port, config.host, handler);
+    } catch (error) {
+      await scheduler.stop(0, () => shutdown.abort());
+      throw error;
+    }
+    ready = true;
+    log.info({ port: listener.port, store: opened.description }, "webhook service listening");
+
+    let stopping: Promise<void> | undefined;
+    return {
+      port: listener.port,
+      stop() {
+        stopping ??= (async () => {
+          ready = false;
+          log.info("shutting down: no new requests, draining deliveries");
+          await listener.close(config.shutdownGraceMs);
+          await scheduler.stop(config.shutdownGraceMs, () => shutdown.abort());
+          await sender.close();
+          await opened.close();
+          log.info("stopped");
+        })();
+        return stopping;
+      },
+    };
+  } catch (error) {
+    await opened.close();
+    throw error;
+  }
+}

@@ -1,0 +1,83 @@
+import { PostgresBackend } from "@agendajs/postgres-backend";
+import { type AgendaBackend, InMemoryNotificationChannel, type NotificationChannel } from "agenda";
+import pg from "pg";
+import type { Logger } from "pino";
+import type { Store } from "../domain/ports.js";
+import { startEmbeddedPostgres } from "./postgres/embedded-pglite.js";
+import { createPostgresStore } from "./postgres/postgres-store.js";
+import { migrate } from "./postgres/schema.js";
+
+export type StoreConfig = { kind: "embedded"; dataDir: string } | { kind: "postgres"; url: string } | { kind: "mongodb"; url: string };
+
+/** A ready store plus the Agenda backend on the same database. */
+export interface OpenStore {
+  store: Store;
+  agendaBackend: AgendaBackend;
+  /** Set where the backend's own channel can't reach this process's scheduler. */
+  notificationChannel?: NotificationChannel;
+  /** For logs: which store, never credentials. */
+  description: string;
+  close(): Promise<void>;
+}
+
+const POOL_SIZE = 10;
+
+export async function openStore(config: StoreConfig, log: Logger): Promise<OpenStore> {
+  switch (config.kind) {
+    case "embedded": {
+      const embedded = await startEmbeddedPostgres(config.dataDir, POOL_SIZE + 2);
+      try {
+        // PGlite is one session behind a multiplexer, so LISTEN/NOTIFY can't
+        // wake the scheduler; the process is alone on it, so in-memory works.
+        const opened = await openPostgres(
+          embedded.connectionString,
+          `embedded PGlite in ${config.dataDir}`,
+          log,
+          new InMemoryNotificationChannel(),
+        );
+        const close = async () => {
+          await opened.close();
+          await embedded.close();
+        };
+        return { ...opened, close };
+      } catch (error) {
+        await embedded.close();
+        throw error;
+      }
+    }
+    case "postgres":
+      return openPostgres(config.url, `PostgreSQL at ${redact(config.url)}`, log);
+    case "mongodb":
+      throw new Error("MongoDB storage is not available in this build; use postgres:// or the embedded default");
+  }
+}
+
+async function openPostgres(url: string, description: string, log: Logger, notificationChannel?: NotificationChannel): Promise<OpenStore> {
+  const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on("error", (err) => log.error({ err }, "idle database connection failed"));
+  try {
+    await migrate(pool);
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+  return {
+    store: createPostgresStore(pool),
+    agendaBackend: new PostgresBackend({ pool }),
+    ...(notificationChannel ? { notificationChannel } : {}),
+    description,
+    close: () => pool.end(),
+  };
+}
+
+/** A connection URL without its password, for logs. */
+export function redact(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "(unparseable URL)";
+  }
+}

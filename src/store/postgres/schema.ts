@@ -1,0 +1,81 @@
+import type { Pool } from "pg";
+
+/**
+ * Forward-only migrations. Each runs once, in order, inside a transaction
+ * holding an advisory lock, so instances starting together don't race.
+ */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE wh_clients (
+     id text PRIMARY KEY,
+     name text NOT NULL,
+     created_at timestamptz NOT NULL
+   );
+   CREATE TABLE wh_api_keys (
+     key_hash text PRIMARY KEY,
+     client_id text NOT NULL REFERENCES wh_clients (id),
+     created_at timestamptz NOT NULL,
+     revoked_at timestamptz
+   );
+   CREATE TABLE wh_subscriptions (
+     id text PRIMARY KEY,
+     client_id text NOT NULL REFERENCES wh_clients (id),
+     event text NOT NULL,
+     url text NOT NULL,
+     description text NOT NULL,
+     enabled boolean NOT NULL,
+     public_key_pem text NOT NULL,
+     private_key_pem text NOT NULL,
+     created_at timestamptz NOT NULL,
+     updated_at timestamptz NOT NULL
+   );
+   CREATE INDEX wh_subscriptions_client_url_idx ON wh_subscriptions (client_id, url);
+   CREATE TABLE wh_notifications (
+     id text PRIMARY KEY,
+     subscription_id text NOT NULL,
+     client_id text NOT NULL,
+     event text NOT NULL,
+     body text NOT NULL,
+     status text NOT NULL,
+     attempt_count integer NOT NULL,
+     scheduled boolean NOT NULL,
+     created_at timestamptz NOT NULL,
+     updated_at timestamptz NOT NULL
+   );
+   CREATE INDEX wh_notifications_unscheduled_idx ON wh_notifications (created_at) WHERE NOT scheduled;
+   CREATE INDEX wh_notifications_subscription_idx ON wh_notifications (subscription_id, created_at DESC);
+   CREATE TABLE wh_delivery_attempts (
+     id bigserial PRIMARY KEY,
+     notification_id text NOT NULL REFERENCES wh_notifications (id) ON DELETE CASCADE,
+     attempt integer NOT NULL,
+     started_at timestamptz NOT NULL,
+     duration_ms integer NOT NULL,
+     status_code integer,
+     response_body text,
+     error text,
+     succeeded boolean NOT NULL
+   );
+   CREATE INDEX wh_delivery_attempts_notification_idx ON wh_delivery_attempts (notification_id, id);`,
+];
+
+const LOCK_KEY = 7_401_337;
+
+export async function migrate(pool: Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    await client.query("SELECT pg_advisory_xact_lock($1)", [LOCK_KEY]);
+    await client.query("CREATE TABLE IF NOT EXISTS wh_schema_version (version integer NOT NULL)");
+    const { rows } = await client.query<{ version: number }>("SELECT max(version) AS version FROM wh_schema_version");
+    const current = rows[0]?.version ?? 0;
+    for (let version = current + 1; version <= MIGRATIONS.length; version++) {
+      await client.query(MIGRATIONS[version - 1] as string);
+      await client.query("INSERT INTO wh_schema_version (version) VALUES ($1)", [version]);
+    }
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}
