@@ -1,0 +1,77 @@
+import { type IncomingHttpHeaders, type Server, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** The raw body bytes as sent, decoded as UTF-8. */
+  body: string;
+  at: number;
+}
+
+export type Responder = (request: ReceivedRequest) => { status: number; headers?: Record<string, string>; body?: string };
+
+/** A real HTTP receiver on 127.0.0.1 recording every notification. */
+export class Receiver {
+  readonly requests: ReceivedRequest[] = [];
+  respond: Responder = () => ({ status: 200, body: "ok" });
+  #server: Server;
+  #waiters: Array<() => void> = [];
+
+  private constructor(server: Server) {
+    this.#server = server;
+  }
+
+  static async start(respond?: Responder): Promise<Receiver> {
+    const receiver: Receiver = new Receiver(
+      createServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on("data", (chunk: Buffer) => chunks.push(chunk));
+        req.on("end", () => {
+          const request = {
+            method: req.method ?? "",
+            path: req.url ?? "",
+            headers: req.headers,
+            body: Buffer.concat(chunks).toString("utf8"),
+            at: Date.now(),
+          };
+          receiver.requests.push(request);
+          const answer = receiver.respond(request);
+          res.writeHead(answer.status, answer.headers);
+          res.end(answer.body ?? "");
+          for (const wake of receiver.#waiters.splice(0)) wake();
+        });
+      }),
+    );
+    if (respond) receiver.respond = respond;
+    await new Promise<void>((resolve) => receiver.#server.listen(0, "127.0.0.1", resolve));
+    return receiver;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}/baseWebhookNotification`;
+  }
+
+  /** Resolves once `count` requests arrived; rejects after `timeoutMs`. */
+  async waitFor(count: number, timeoutMs = 20_000): Promise<ReceivedRequest[]> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.requests.length < count) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`receiver got ${this.requests.length} of ${count} requests within ${timeoutMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.#waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return this.requests.slice(0, count);
+  }
+
+  async close(): Promise<void> {
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+}

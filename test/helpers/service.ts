@@ -1,0 +1,56 @@
+import { pino } from "pino";
+import { loadConfig } from "../../src/config.js";
+import { type RunningService, startService } from "../../src/service.js";
+
+export const API_KEY = "test-key-0123456789abcdef";
+export const ADMIN_TOKEN = "test-admin-0123456789abcdef";
+
+/** Settings that make retries fast enough for tests and allow loopback receivers. */
+export const FAST_TEST_ENV: Record<string, string> = {
+  PORT: "0",
+  HOST: "127.0.0.1",
+  BOOTSTRAP_API_KEY: API_KEY,
+  ADMIN_TOKEN,
+  ALLOW_PRIVATE_TARGETS: "true",
+  ALLOW_HTTP_TARGETS: "true",
+  RETRY_SCHEDULE: "100ms,100ms,100ms,100ms,100ms",
+  RETRY_JITTER: "0",
+  SCHEDULER_POLL_MS: "100",
+  DELIVERY_TIMEOUT_MS: "2000",
+  SHUTDOWN_GRACE_MS: "2000",
+  SIGNING_KEY_BITS: "2048",
+};
+
+export interface TestService {
+  service: RunningService;
+  baseUrl: string;
+}
+
+/** Starts the real service in this process, on a free port. */
+export async function startTestService(env: Record<string, string>): Promise<TestService> {
+  const config = loadConfig({ ...FAST_TEST_ENV, ...env });
+  const log = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
+  const service = await startService(config, log);
+  return { service, baseUrl: `http://127.0.0.1:${service.port}` };
+}
+
+/** A JSON REST call with the test client's key unless `headers` says otherwise. */
+export async function rest(
+  baseUrl: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = { authorization: `Bearer ${API_KEY}` },
+): Promise<{ status: number; json: Record<string, unknown>; text: string }> {
+  const response = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
+    ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  let json: Record<string, unknown> = {};
+  try {
+    json = JSON.parse(text) as Record<string, unknown>;
+  } catch {}
+  return { status: response.status, json, text };
+}
