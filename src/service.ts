@@ -62,9 +62,11 @@ export async function startService(config: Config, log: Logger): Promise<Running
     const notifications = new Notifications({ store: store.notifications, queue: scheduler, catalog, subscriptions });
 
     const handler = createRequestHandler({
-      routes: createRoutes({ directory, catalog, subscriptions, notifications }),
+      routes: createRoutes({ directory, catalog, subscriptions, notifications }, [
+        createLoggingInterceptor(log),
+        createErrorInterceptor(log),
+      ]),
       services: SERVICES,
-      interceptors: [createLoggingInterceptor(log), createErrorInterceptor(log)],
       maxBodyBytes: config.maxBodyBytes,
       isReady: () => ready,
     });

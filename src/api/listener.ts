@@ -1,6 +1,7 @@
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { createServer as createHttp2Server, type Http2Server, type ServerHttp2Session } from "node:http2";
 import { type AddressInfo, createServer as createNetServer, type Socket } from "node:net";
+import { Duplex } from "node:stream";
 import type { NodeRequest } from "./http-body.js";
 import type { NodeResponse } from "./rest-gateway.js";
 
@@ -37,9 +38,13 @@ export async function listen(port: number, host: string, handler: (req: NodeRequ
       const isHttp2 = seen.subarray(0, compared).equals(HTTP2_PREFACE.subarray(0, compared));
       if (isHttp2 && compared < HTTP2_PREFACE.length) return; // need more bytes to decide
       socket.off("data", onData);
+      if (isHttp2) {
+        http2.emit("connection", replay(socket, seen));
+        return;
+      }
       socket.pause();
       socket.unshift(seen);
-      (isHttp2 ? http2 : http1).emit("connection", socket);
+      http1.emit("connection", socket);
       socket.resume();
     };
     socket.on("data", onData);
@@ -66,4 +71,34 @@ export async function listen(port: number, host: string, handler: (req: NodeRequ
       clearTimeout(deadline);
     },
   };
+}
+
+/**
+ * The socket as a stream that first replays the bytes already read. The
+ * HTTP/2 server reads a net.Socket's native handle directly, past anything
+ * unshifted, so it gets this JS stream instead (Node wraps it itself).
+ */
+function replay(socket: Socket, head: Buffer): Duplex {
+  const stream: Duplex = new Duplex({
+    read() {
+      socket.resume();
+    },
+    write(chunk: Buffer, _encoding, callback) {
+      socket.write(chunk, callback);
+    },
+    final(callback) {
+      socket.end(callback);
+    },
+    destroy(error, callback) {
+      socket.destroy(error ?? undefined);
+      callback(error);
+    },
+  });
+  stream.push(head);
+  socket.on("data", (chunk: Buffer) => {
+    if (!stream.push(chunk)) socket.pause();
+  });
+  socket.once("end", () => stream.push(null));
+  socket.once("close", () => stream.destroy());
+  return stream;
 }

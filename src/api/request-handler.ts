@@ -7,7 +7,6 @@ import { type NodeResponse, RestGateway, writeError } from "./rest-gateway.js";
 export interface RequestHandlerOptions {
   routes: (router: ConnectRouter) => void;
   services: readonly DescService[];
-  interceptors: Interceptor[];
   maxBodyBytes: number;
   /** Whether /healthz answers 200. */
   isReady: () => boolean;
@@ -19,7 +18,6 @@ export interface RequestHandlerOptions {
  */
 export function createRequestHandler(options: RequestHandlerOptions): (req: NodeRequest, res: NodeResponse) => void {
   const routerOptions = {
-    interceptors: options.interceptors,
     readMaxBytes: options.maxBodyBytes,
     // REST callers expect every field, `false` and `0` included.
     jsonOptions: { alwaysEmitImplicit: true },

@@ -1,4 +1,4 @@
-import type { ConnectRouter } from "@connectrpc/connect";
+import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import type { ClientDirectory } from "../domain/clients.js";
 import type { EventCatalog } from "../domain/event-catalog.js";
 import type { Notifications } from "../domain/notifications.js";
@@ -17,9 +17,14 @@ export interface ApiDeps {
 /** Every service the port serves; the REST gateway reads their annotations. */
 export const SERVICES = [SubscriptionService] as const;
 
-export function createRoutes(deps: ApiDeps): (router: ConnectRouter) => void {
+/**
+ * `common` (logging, error mapping) wraps every service; each service adds
+ * its own authentication inside it. Connect replaces router-level
+ * interceptors with service-level ones, so both are listed here.
+ */
+export function createRoutes(deps: ApiDeps, common: Interceptor[]): (router: ConnectRouter) => void {
   const clientAuth = createClientAuthInterceptor(deps.directory);
   return (router) => {
-    router.service(SubscriptionService, createSubscriptionService(deps), { interceptors: [clientAuth] });
+    router.service(SubscriptionService, createSubscriptionService(deps), { interceptors: [...common, clientAuth] });
   };
 }

@@ -31,7 +31,14 @@ for (const target of storeTargets()) {
     // 2. Create a subscription; the response carries the signature key.
     const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url: healthy.url });
     t.is(created.status, 200, created.text);
-    const subscription = created.json as { id: string; event: string; url: string; signatureKey: string; createdAt: string; enabled: boolean };
+    const subscription = created.json as {
+      id: string;
+      event: string;
+      url: string;
+      signatureKey: string;
+      createdAt: string;
+      enabled: boolean;
+    };
     t.regex(subscription.id, /^sub_[0-9a-f]{32}$/);
     t.is(subscription.event, "Order.Created");
     t.is(subscription.url, healthy.url);
@@ -81,7 +88,10 @@ for (const target of storeTargets()) {
       ["0", "1", "2", "3", "4", "5"],
     );
     t.true(attempts.every((a) => a.headers["x-jobid"] === retried.json.jobId));
-    t.true(attempts.every((a) => a.body === attempts[0]?.body), "every attempt re-sends the identical body");
+    t.true(
+      attempts.every((a) => a.body === attempts[0]?.body),
+      "every attempt re-sends the identical body",
+    );
     const refusedKey = (refused.json as { signatureKey: string }).signatureKey;
     t.true(attempts.every((a) => verifyBody(a.body, a.headers["x-signature"] as string, refusedKey)));
     await new Promise((resolve) => setTimeout(resolve, 1500));

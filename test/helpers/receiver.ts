@@ -1,4 +1,4 @@
-import { type IncomingHttpHeaders, type Server, createServer } from "node:http";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
 export interface ReceivedRequest {

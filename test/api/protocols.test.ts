@@ -1,0 +1,124 @@
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import test from "ava";
+import {
+  CreateSubscriptionRequestSchema,
+  CreateSubscriptionResponseSchema,
+  ListEventsRequestSchema,
+  ListEventsResponseSchema,
+  SubscriptionService,
+} from "../../src/gen/webhooks/v1/subscription_service_pb.js";
+import { Receiver } from "../helpers/receiver.js";
+import { API_KEY, startTestService, type TestService } from "../helpers/service.js";
+import { storeTargets } from "../helpers/stores.js";
+
+// Protocol tests need one service; the store matrix is covered by the flow tests.
+const [pglite] = storeTargets();
+let running: TestService;
+let receiver: Receiver;
+let cleanup: () => Promise<void>;
+
+test.before(async () => {
+  const store = await (pglite as NonNullable<typeof pglite>).create();
+  running = await startTestService(store.env);
+  receiver = await Receiver.start();
+  cleanup = store.cleanup;
+});
+
+test.after.always(async () => {
+  await running?.service.stop();
+  await receiver?.close();
+  await cleanup?.();
+});
+
+const auth = { authorization: `Bearer ${API_KEY}` };
+
+/** grpc-js with protobuf-es (de)serialisers: a real gRPC client over HTTP/2. */
+function grpcUnary<I, O>(path: string, request: I, encode: (m: I) => Uint8Array, decode: (b: Uint8Array) => O, key = API_KEY): Promise<O> {
+  const client = new grpc.Client(`127.0.0.1:${running.service.port}`, grpc.credentials.createInsecure());
+  const metadata = new grpc.Metadata();
+  metadata.set("authorization", `Bearer ${key}`);
+  return new Promise<O>((resolve, reject) => {
+    client.makeUnaryRequest(
+      path,
+      (m: I) => Buffer.from(encode(m)),
+      (b: Buffer) => decode(b),
+      request,
+      metadata,
+      (error, value) => {
+        client.close();
+        if (error) reject(error);
+        else resolve(value as O);
+      },
+    );
+  });
+}
+
+test("gRPC (@grpc/grpc-js): list events and create a subscription", async (t) => {
+  const events = await grpcUnary(
+    "/webhooks.v1.SubscriptionService/ListEvents",
+    create(ListEventsRequestSchema),
+    (m) => toBinary(ListEventsRequestSchema, m),
+    (b) => fromBinary(ListEventsResponseSchema, b),
+  );
+  t.true(events.events.some((e) => e.name === "Order.Created"));
+  const created = await grpcUnary(
+    "/webhooks.v1.SubscriptionService/CreateSubscription",
+    create(CreateSubscriptionRequestSchema, { event: "Order.Shipped", url: receiver.url }),
+    (m) => toBinary(CreateSubscriptionRequestSchema, m),
+    (b) => fromBinary(CreateSubscriptionResponseSchema, b),
+  );
+  t.is(created.subscription?.event, "Order.Shipped");
+  t.regex(created.subscription?.signatureKey ?? "", /BEGIN PUBLIC KEY/);
+});
+
+test("gRPC (@grpc/grpc-js): a wrong key is UNAUTHENTICATED, an unknown event INVALID_ARGUMENT", async (t) => {
+  const unauthenticated = await t.throwsAsync(
+    grpcUnary(
+      "/webhooks.v1.SubscriptionService/ListEvents",
+      create(ListEventsRequestSchema),
+      (m) => toBinary(ListEventsRequestSchema, m),
+      (b) => fromBinary(ListEventsResponseSchema, b),
+      "not-a-key",
+    ),
+  );
+  t.is((unauthenticated as grpc.ServiceError).code, grpc.status.UNAUTHENTICATED);
+  const invalid = await t.throwsAsync(
+    grpcUnary(
+      "/webhooks.v1.SubscriptionService/CreateSubscription",
+      create(CreateSubscriptionRequestSchema, { event: "No.Such", url: receiver.url }),
+      (m) => toBinary(CreateSubscriptionRequestSchema, m),
+      (b) => fromBinary(CreateSubscriptionResponseSchema, b),
+    ),
+  );
+  t.is((invalid as grpc.ServiceError).code, grpc.status.INVALID_ARGUMENT);
+  t.regex((invalid as grpc.ServiceError).details, /unknown event/);
+});
+
+const transports = {
+  "Connect (JSON, HTTP/1.1)": () =>
+    createConnectTransport({ baseUrl: `http://127.0.0.1:${running.service.port}`, httpVersion: "1.1", useBinaryFormat: false }),
+  "Connect (binary, HTTP/2)": () =>
+    createConnectTransport({ baseUrl: `http://127.0.0.1:${running.service.port}`, httpVersion: "2", useBinaryFormat: true }),
+  "gRPC-Web (HTTP/1.1)": () => createGrpcWebTransport({ baseUrl: `http://127.0.0.1:${running.service.port}`, httpVersion: "1.1" }),
+  "gRPC (connect-node, HTTP/2)": () => createGrpcTransport({ baseUrl: `http://127.0.0.1:${running.service.port}` }),
+};
+
+for (const [name, makeTransport] of Object.entries(transports)) {
+  test(`${name}: the whole flow on the same port`, async (t) => {
+    const client: Client<typeof SubscriptionService> = createClient(SubscriptionService, makeTransport());
+    const { events } = await client.listEvents({}, { headers: auth });
+    t.true(events.length > 0);
+    const { subscription } = await client.createSubscription(
+      { event: "Customer.Created", url: receiver.url, description: name },
+      { headers: auth },
+    );
+    t.is(subscription?.description, name);
+    const { jobId } = await client.triggerSampleEventNotification({ event: "Customer.Created", url: receiver.url }, { headers: auth });
+    t.regex(jobId, /^ntf_/);
+    const error = await t.throwsAsync(client.listEvents({}, { headers: { authorization: "Bearer wrong-key" } }));
+    t.is(ConnectError.from(error).code, Code.Unauthenticated);
+  });
+}
