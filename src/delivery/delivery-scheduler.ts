@@ -1,10 +1,11 @@
-import { Agenda, type AgendaBackend, type Job, type NotificationChannel } from "agenda";
+import { Agenda, type AgendaBackend, type Job, type JobRepository, type NotificationChannel } from "agenda";
 import type { Logger } from "pino";
 import type { DeliveryQueue, NotificationStore } from "../domain/ports.js";
 import { type RetryPolicy, retryDelay } from "../domain/retry-policy.js";
 import type { DeliveryWorker } from "./delivery-worker.js";
 
 export const DELIVER_JOB = "deliver-notification";
+const INTERRUPTED_SAVE_WAIT_MS = 5_000;
 
 interface DeliverJobData {
   notificationId: string;
@@ -42,6 +43,10 @@ export interface DeliverySchedulerOptions {
 export class DeliveryScheduler implements DeliveryQueue {
   readonly #agenda: Agenda;
   #sweepTimer: NodeJS.Timeout | undefined;
+  #stopping = false;
+  /** Attempts started and not yet saved by Agenda. */
+  #running = 0;
+  #onIdle: Array<() => void> = [];
 
   constructor(
     private readonly options: DeliverySchedulerOptions,
@@ -59,7 +64,13 @@ export class DeliveryScheduler implements DeliveryQueue {
       removeOnComplete: true,
       ...(options.notificationChannel ? { notificationChannel: options.notificationChannel } : {}),
     });
+    this.#agenda.db = guardLocks(this.#agenda.db, () => this.#stopping);
     this.#agenda.on("error", (err) => deps.log.error({ err }, "scheduler error"));
+    // "complete" fires after Agenda saved the job's state: only then may the pool close.
+    this.#agenda.on(`start:${DELIVER_JOB}`, () => this.#running++);
+    this.#agenda.on(`complete:${DELIVER_JOB}`, () => {
+      if (--this.#running === 0) for (const wake of this.#onIdle.splice(0)) wake();
+    });
     this.#agenda.define<DeliverJobData>(DELIVER_JOB, (job) => this.#run(job), {
       concurrency: options.concurrency,
       lockLimit: options.concurrency * 2,
@@ -109,15 +120,54 @@ export class DeliveryScheduler implements DeliveryQueue {
   /**
    * Stops taking jobs and waits for running attempts. When `drainTimeoutMs`
    * passes, `interrupt` aborts the rest; they are re-queued, not lost.
+   *
+   * Agenda's own drain() leaves jobs it had locked ahead of time locked for a
+   * whole lock lifetime, and a queue fill in flight can lock jobs after
+   * stop() released them. So: refuse new locks first (see #guardLocks), let
+   * stop() release the queued ones, then wait for running jobs to be saved.
    */
   async stop(drainTimeoutMs: number, interrupt: () => void): Promise<void> {
     clearInterval(this.#sweepTimer);
-    const timer = setTimeout(interrupt, drainTimeoutMs);
-    try {
-      await this.#agenda.drain({ closeConnection: false });
-    } finally {
-      clearTimeout(timer);
-    }
+    this.#stopping = true;
     await this.#agenda.stop(false);
+    if (!(await this.#idle(drainTimeoutMs))) {
+      interrupt();
+      await this.#idle(INTERRUPTED_SAVE_WAIT_MS);
+    }
   }
+
+  /** Resolves true once no attempt runs (its state saved), false on timeout. */
+  #idle(timeoutMs: number): Promise<boolean> {
+    if (this.#running === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.#onIdle.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+}
+
+/**
+ * The job repository, refusing to lock jobs once stopping: a lock taken by a
+ * fill that raced the stop is handed straight back.
+ */
+function guardLocks(repository: JobRepository, isStopping: () => boolean): JobRepository {
+  const getNextJobToRun: JobRepository["getNextJobToRun"] = async (...args) => {
+    if (isStopping()) return undefined;
+    const job = await repository.getNextJobToRun(...args);
+    if (job?._id !== undefined && isStopping()) {
+      await repository.unlockJobs([job._id]);
+      return undefined;
+    }
+    return job;
+  };
+  return new Proxy(repository, {
+    get(target, property) {
+      if (property === "getNextJobToRun") return getNextJobToRun;
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 }

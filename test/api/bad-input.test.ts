@@ -1,0 +1,181 @@
+import test from "ava";
+import { Receiver } from "../helpers/receiver.js";
+import { API_KEY, rest, startTestService, type TestService } from "../helpers/service.js";
+import { storeTargets } from "../helpers/stores.js";
+
+const [pglite] = storeTargets();
+let running: TestService;
+let receiver: Receiver;
+let cleanup: () => Promise<void>;
+
+test.before(async () => {
+  const store = await (pglite as NonNullable<typeof pglite>).create();
+  running = await startTestService({ ...store.env, MAX_BODY_BYTES: "65536" });
+  receiver = await Receiver.start();
+  cleanup = store.cleanup;
+});
+
+test.after.always(async () => {
+  await running?.service.stop();
+  await receiver?.close();
+  await cleanup?.();
+});
+
+const SUBSCRIBE = "/api/webhookSubscription";
+const auth = { authorization: `Bearer ${API_KEY}` };
+
+/** Every refusal is a Connect error JSON and leaves the service serving. */
+async function expectError(
+  t: import("ava").ExecutionContext,
+  response: Awaited<ReturnType<typeof rest>>,
+  status: number,
+  code: string,
+  message?: RegExp,
+) {
+  t.is(response.status, status, response.text);
+  t.is(response.json.code, code, response.text);
+  t.is(typeof response.json.message, "string");
+  if (message) t.regex(response.json.message as string, message);
+  const alive = await rest(running.baseUrl, "GET", "/api/webhookSubscription/events");
+  t.is(alive.status, 200, "still serving");
+}
+
+test("no API key: 401", async (t) => {
+  await expectError(
+    t,
+    await rest(running.baseUrl, "GET", "/api/webhookSubscription/events", undefined, {}),
+    401,
+    "unauthenticated",
+    /missing API key/,
+  );
+});
+
+test("a wrong API key: 401", async (t) => {
+  await expectError(
+    t,
+    await rest(running.baseUrl, "POST", SUBSCRIBE, { event: "Order.Created", url: receiver.url }, { authorization: "Bearer nope" }),
+    401,
+    "unauthenticated",
+    /invalid API key/,
+  );
+});
+
+test("an unknown event: 400 naming the events list", async (t) => {
+  await expectError(
+    t,
+    await rest(running.baseUrl, "POST", SUBSCRIBE, { event: "Order.Exploded", url: receiver.url }),
+    400,
+    "invalid_argument",
+    /unknown event.*events/,
+  );
+});
+
+for (const [name, event] of [
+  ["empty", ""],
+  ["spaces", "Order Created"],
+  ["path traversal", "../x"],
+  ["10k characters", `A.${"b".repeat(10_000)}`],
+] as const) {
+  test(`a malformed event name (${name}): 400`, async (t) => {
+    await expectError(
+      t,
+      await rest(running.baseUrl, "POST", SUBSCRIBE, { event, url: receiver.url }),
+      400,
+      "invalid_argument",
+      /<Entity>\.<Event>/,
+    );
+  });
+}
+
+for (const [name, url, message] of [
+  ["missing", undefined, /url is required/],
+  ["garbage", "not a url", /not an absolute URL/],
+  ["ftp scheme", "ftp://example.com/hook", /must use https/],
+  ["javascript scheme", "javascript:alert(1)", /must use https/],
+  ["credentials", "https://user:pass@example.com/hook", /credentials/],
+  ["over 2048 characters", `https://example.com/${"a".repeat(2100)}`, /longer than 2048/],
+] as const) {
+  test(`an invalid url (${name}): 400`, async (t) => {
+    await expectError(
+      t,
+      await rest(running.baseUrl, "POST", SUBSCRIBE, { event: "Order.Created", ...(url ? { url } : {}) }),
+      400,
+      "invalid_argument",
+      message,
+    );
+  });
+}
+
+test("a wrong type where a string belongs (operator injection): 400", async (t) => {
+  await expectError(
+    t,
+    await rest(running.baseUrl, "POST", SUBSCRIBE, { event: "Order.Created", url: { $ne: null } }),
+    400,
+    "invalid_argument",
+  );
+});
+
+test("an unknown field: 400", async (t) => {
+  await expectError(
+    t,
+    await rest(running.baseUrl, "POST", SUBSCRIBE, { event: "Order.Created", url: receiver.url, colour: "red" }),
+    400,
+    "invalid_argument",
+  );
+});
+
+test("malformed and truncated JSON: 400", async (t) => {
+  await expectError(
+    t,
+    await rest(running.baseUrl, "POST", SUBSCRIBE, '{"event": "Order.Created", "url": '),
+    400,
+    "invalid_argument",
+    /not valid JSON/,
+  );
+  await expectError(t, await rest(running.baseUrl, "POST", SUBSCRIBE, "[1,2,3]"), 400, "invalid_argument", /JSON object/);
+});
+
+test("JSON nested thousands deep: 400", async (t) => {
+  const deep = `{"event":${"[".repeat(5000)}${"]".repeat(5000)}}`;
+  await expectError(t, await rest(running.baseUrl, "POST", SUBSCRIBE, deep), 400, "invalid_argument", /nests deeper/);
+});
+
+test("a wrong content type: 415", async (t) => {
+  await expectError(
+    t,
+    await rest(running.baseUrl, "POST", SUBSCRIBE, "event=Order.Created", { ...auth, "content-type": "application/x-www-form-urlencoded" }),
+    415,
+    "invalid_argument",
+    /application\/json/,
+  );
+});
+
+test("a multi-megabyte body: 413, on REST and on the Connect path", async (t) => {
+  const huge = JSON.stringify({ event: "Order.Created", url: receiver.url, description: "x".repeat(3 * 1024 * 1024) });
+  await expectError(t, await rest(running.baseUrl, "POST", SUBSCRIBE, huge), 413, "resource_exhausted", /larger than the limit/);
+  const connect = await rest(running.baseUrl, "POST", "/webhooks.v1.SubscriptionService/CreateSubscription", huge);
+  await expectError(t, connect, 413, "resource_exhausted");
+});
+
+test("a sample for a URL that is not one of the caller's subscriptions: 400", async (t) => {
+  await expectError(
+    t,
+    await rest(running.baseUrl, "POST", "/api/webhookSubscription/triggerSampleEventNotification", {
+      event: "Order.Created",
+      url: "https://example.com/not-mine",
+    }),
+    400,
+    "invalid_argument",
+    /not the URL of one of your/,
+  );
+});
+
+test("a wrong method on a REST path: 405 with Allow", async (t) => {
+  const response = await fetch(`${running.baseUrl}/api/webhookSubscription/events`, { method: "DELETE", headers: auth });
+  t.is(response.status, 405);
+  t.is(response.headers.get("allow"), "GET");
+});
+
+test("an unknown path: 404 as a Connect error", async (t) => {
+  await expectError(t, await rest(running.baseUrl, "GET", "/api/nothing-here"), 404, "not_found");
+});
