@@ -1,13 +1,20 @@
+import { MongoBackend, MongoChangeStreamNotificationChannel } from "@agendajs/mongo-backend";
 import { PostgresBackend } from "@agendajs/postgres-backend";
 import { type AgendaBackend, InMemoryNotificationChannel, type NotificationChannel } from "agenda";
+import { MongoClient } from "mongodb";
 import pg from "pg";
 import type { Logger } from "pino";
 import type { Store } from "../domain/ports.js";
+import { createMongoStore, ensureMongoIndexes } from "./mongo/mongo-store.js";
 import { startEmbeddedPostgres } from "./postgres/embedded-pglite.js";
 import { createPostgresStore } from "./postgres/postgres-store.js";
 import { migrate } from "./postgres/schema.js";
 
-export type StoreConfig = { kind: "embedded"; dataDir: string } | { kind: "postgres"; url: string } | { kind: "mongodb"; url: string };
+export type StoreConfig =
+  | { kind: "embedded"; dataDir: string }
+  | { kind: "postgres"; url: string }
+  /** `changeStreams`: wake every instance's scheduler through a change stream (needs a replica set). */
+  | { kind: "mongodb"; url: string; changeStreams: boolean };
 
 /** A ready store plus the Agenda backend on the same database. */
 export interface OpenStore {
@@ -48,7 +55,30 @@ export async function openStore(config: StoreConfig, log: Logger): Promise<OpenS
     case "postgres":
       return openPostgres(config.url, `PostgreSQL at ${redact(config.url)}`, log);
     case "mongodb":
-      throw new Error("MongoDB storage is not available in this build; use postgres:// or the embedded default");
+      return openMongo(config.url, config.changeStreams);
+  }
+}
+
+async function openMongo(url: string, changeStreams: boolean): Promise<OpenStore> {
+  const client = new MongoClient(url);
+  await client.connect();
+  try {
+    const db = client.db();
+    await ensureMongoIndexes(db);
+    return {
+      store: await createMongoStore(db),
+      agendaBackend: new MongoBackend({ mongo: db, collection: "wh_agenda_jobs" }),
+      // MongoDB has no LISTEN/NOTIFY: in-process wake-ups for one instance,
+      // a change stream on the jobs collection when several share the database.
+      notificationChannel: changeStreams
+        ? new MongoChangeStreamNotificationChannel({ db, collection: "wh_agenda_jobs" })
+        : new InMemoryNotificationChannel(),
+      description: `MongoDB at ${redact(url)}${changeStreams ? " (change-stream wake-ups)" : ""}`,
+      close: () => client.close(),
+    };
+  } catch (error) {
+    await client.close();
+    throw error;
   }
 }
 

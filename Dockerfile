@@ -1,0 +1,24 @@
+# Build with the dev dependencies (TypeScript), then ship only dist and the production ones.
+FROM node:22-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build && npm prune --omit=dev
+
+FROM node:22-slim
+ENV NODE_ENV=production
+WORKDIR /app
+# package.json carries "type": "module", which dist/*.js needs.
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# The embedded PGlite default (no DATABASE_URL) writes under ./data.
+RUN mkdir -p data && chown node:node data
+USER node
+EXPOSE 8080
+# The slim image has no curl; Node's fetch probes /healthz.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=20s \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+CMD ["node", "dist/main.js"]
