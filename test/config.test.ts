@@ -1,0 +1,28 @@
+import test from "ava";
+import { ConfigError, loadConfig } from "../src/config.js";
+
+test("defaults: embedded PGlite under ./data on port 8080, strict targets", (t) => {
+  const config = loadConfig({});
+  t.is(config.port, 8080);
+  t.deepEqual(config.store, { kind: "embedded", dataDir: `${process.cwd()}/data` });
+  t.false(config.allowPrivateTargets);
+  t.false(config.allowHttpTargets);
+  t.is(config.retryPolicy.delaysMs.length, 5);
+  t.is(config.deliveryTimeoutMs, 15_000);
+});
+
+test("DATABASE_URL picks the adapter by scheme", (t) => {
+  t.is(loadConfig({ DATABASE_URL: "postgres://u@h/db" }).store.kind, "postgres");
+  t.is(loadConfig({ DATABASE_URL: "postgresql://u@h/db" }).store.kind, "postgres");
+  t.deepEqual(loadConfig({ DATABASE_URL: "mongodb://h/db" }).store, { kind: "mongodb", url: "mongodb://h/db", changeStreams: false });
+  t.throws(() => loadConfig({ DATABASE_URL: "mysql://h/db" }), { instanceOf: ConfigError, message: /postgres:\/\/.*mongodb:\/\// });
+});
+
+test("bad settings name the variable", (t) => {
+  t.throws(() => loadConfig({ PORT: "http" }), { message: /PORT must be an integer/ });
+  t.throws(() => loadConfig({ RETRY_SCHEDULE: "1s,soon" }), { message: /RETRY_SCHEDULE: not a duration/ });
+  t.throws(() => loadConfig({ ALLOW_PRIVATE_TARGETS: "maybe" }), { message: /ALLOW_PRIVATE_TARGETS must be true or false/ });
+  t.throws(() => loadConfig({ SIGNING_KEY_BITS: "1024" }), { message: /SIGNING_KEY_BITS/ });
+  t.throws(() => loadConfig({ BOOTSTRAP_API_KEY: "short" }), { message: /at least 16/ });
+  t.throws(() => loadConfig({ EVENT_CATALOG_FILE: "/nonexistent.json" }), { message: /EVENT_CATALOG_FILE/ });
+});
