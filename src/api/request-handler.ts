@@ -1,5 +1,5 @@
 import type { DescService } from "@bufbuild/protobuf";
-import { type ConnectRouter, createConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { declaredLength, HttpError, type NodeRequest, tooLarge } from "./http-body.js";
 import { type NodeResponse, RestGateway, writeError } from "./rest-gateway.js";
