@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { DEFAULT_CATALOG } from "./domain/default-catalog.js";
-import { type EventType, parseCatalog } from "./domain/event-catalog.js";
-import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule, type RetryPolicy } from "./domain/retry-policy.js";
+import { type EventTypeDefinition, parseCatalog } from "./domain/event-catalog.js";
+import { DEFAULT_RETRY_SCHEDULE, parseDuration, parseRetrySchedule, type RetryPolicy } from "./domain/retry-policy.js";
 import type { StoreConfig } from "./store/open-store.js";
 
 /** Everything the service reads from its environment, validated once. */
@@ -15,11 +15,17 @@ export interface Config {
   bootstrapApiKey?: string;
   /** Guards the internal (admin) APIs. */
   adminToken?: string;
-  catalog: readonly EventType[];
+  catalog: readonly EventTypeDefinition[];
   retryPolicy: RetryPolicy;
   deliveryTimeoutMs: number;
   maxResponseBytes: number;
   maxBodyBytes: number;
+  /** Largest notification body a publish may produce. */
+  maxPayloadBytes: number;
+  /** Failing this long disables a subscription; undefined: never. */
+  autoDisableAfterMs?: number;
+  /** How long the old signing key keeps signing after a rotation starts. */
+  keyRotationGraceMs: number;
   allowPrivateTargets: boolean;
   allowHttpTargets: boolean;
   signingKeyBits: number;
@@ -58,13 +64,21 @@ function storeConfig(env: Env): StoreConfig {
   throw new ConfigError("DATABASE_URL must start with postgres://, postgresql:// or mongodb:// (unset: embedded PGlite under DATA_DIR)");
 }
 
-function catalog(env: Env): readonly EventType[] {
+function catalog(env: Env): readonly EventTypeDefinition[] {
   const file = env.EVENT_CATALOG_FILE;
   if (!file) return DEFAULT_CATALOG;
   try {
     return parseCatalog(JSON.parse(readFileSync(file, "utf8")));
   } catch (error) {
     throw new ConfigError(`EVENT_CATALOG_FILE ${file}: ${(error as Error).message}`);
+  }
+}
+
+function duration(env: Env, name: string, fallback: string): number {
+  try {
+    return parseDuration(env[name] || fallback);
+  } catch (error) {
+    throw new ConfigError(`${name}: ${(error as Error).message}`);
   }
 }
 
@@ -105,6 +119,9 @@ export function loadConfig(env: Env): Config {
     deliveryTimeoutMs: integer(env, "DELIVERY_TIMEOUT_MS", 15_000, 100, 120_000),
     maxResponseBytes: integer(env, "MAX_RESPONSE_BYTES", 4096, 0, 1_048_576),
     maxBodyBytes: integer(env, "MAX_BODY_BYTES", 1_048_576, 1024, 64 * 1_048_576),
+    maxPayloadBytes: integer(env, "MAX_PAYLOAD_BYTES", 262_144, 1024, 16 * 1_048_576),
+    ...(env.AUTO_DISABLE_AFTER === "off" ? {} : { autoDisableAfterMs: duration(env, "AUTO_DISABLE_AFTER", "5d") }),
+    keyRotationGraceMs: duration(env, "KEY_ROTATION_GRACE", "24h"),
     allowPrivateTargets: boolean(env, "ALLOW_PRIVATE_TARGETS", false),
     allowHttpTargets: boolean(env, "ALLOW_HTTP_TARGETS", false),
     signingKeyBits,

@@ -29,7 +29,8 @@ export async function startService(config: Config, log: Logger): Promise<Running
   const opened = await openStore(config.store, log);
   const { store } = opened;
   try {
-    const catalog = new EventCatalog(config.catalog);
+    const catalog = new EventCatalog(store.eventTypes);
+    await catalog.seed(config.catalog);
     const directory = new ClientDirectory(store.clients);
     if (config.bootstrapApiKey) await directory.ensureBootstrapClient(config.bootstrapApiKey);
 
@@ -39,7 +40,14 @@ export async function startService(config: Config, log: Logger): Promise<Running
       allowPrivateTargets: config.allowPrivateTargets,
       userAgent: "webhook-notification-service/0.1",
     });
-    const worker = new DeliveryWorker({ store, sender, retryPolicy: config.retryPolicy, log, shutdown: shutdown.signal });
+    const worker = new DeliveryWorker({
+      store,
+      sender,
+      retryPolicy: config.retryPolicy,
+      ...(config.autoDisableAfterMs === undefined ? {} : { autoDisableAfterMs: config.autoDisableAfterMs }),
+      log,
+      shutdown: shutdown.signal,
+    });
     const scheduler = new DeliveryScheduler(
       {
         backend: opened.agendaBackend,
@@ -58,11 +66,19 @@ export async function startService(config: Config, log: Logger): Promise<Running
       catalog,
       targetPolicy: { allowPrivateTargets: config.allowPrivateTargets, allowHttpTargets: config.allowHttpTargets },
       signingKeyBits: config.signingKeyBits,
+      rotationGraceMs: config.keyRotationGraceMs,
     });
-    const notifications = new Notifications({ store: store.notifications, queue: scheduler, catalog, subscriptions });
+    const notifications = new Notifications({
+      store: store.notifications,
+      subscriptionStore: store.subscriptions,
+      queue: scheduler,
+      catalog,
+      subscriptions,
+      maxPayloadBytes: config.maxPayloadBytes,
+    });
 
     const handler = createRequestHandler({
-      routes: createRoutes({ directory, catalog, subscriptions, notifications }, [
+      routes: createRoutes({ directory, catalog, subscriptions, notifications, adminToken: config.adminToken }, [
         createLoggingInterceptor(log),
         createErrorInterceptor(log),
       ]),

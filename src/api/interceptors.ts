@@ -1,6 +1,7 @@
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import type { ClientDirectory } from "../domain/clients.js";
+import { type ClientDirectory, secretsEqual } from "../domain/clients.js";
+import { UnauthenticatedError } from "../domain/errors.js";
 import type { Client } from "../domain/model.js";
 import { toConnectError } from "./error-mapping.js";
 
@@ -50,6 +51,16 @@ export function createClientAuthInterceptor(directory: ClientDirectory): Interce
   return (next) => async (req) => {
     const client = await directory.authenticate(bearerToken(req.header.get("authorization")));
     req.contextValues.set(clientKey, client);
+    return next(req);
+  };
+}
+
+/** `Authorization: Bearer <ADMIN_TOKEN>` for the internal services. */
+export function createAdminAuthInterceptor(adminToken: string | undefined): Interceptor {
+  return (next) => async (req) => {
+    if (!adminToken) throw new UnauthenticatedError("the internal API is off: start the service with ADMIN_TOKEN set");
+    const presented = bearerToken(req.header.get("authorization"));
+    if (!presented || !secretsEqual(presented, adminToken)) throw new UnauthenticatedError("invalid admin token");
     return next(req);
   };
 }

@@ -3,8 +3,14 @@ import type { ClientDirectory } from "../domain/clients.js";
 import type { EventCatalog } from "../domain/event-catalog.js";
 import type { Notifications } from "../domain/notifications.js";
 import type { Subscriptions } from "../domain/subscriptions.js";
+import { ClientService } from "../gen/webhooks/v1/client_service_pb.js";
+import { DeliveryService } from "../gen/webhooks/v1/delivery_service_pb.js";
+import { EventService } from "../gen/webhooks/v1/event_service_pb.js";
 import { SubscriptionService } from "../gen/webhooks/v1/subscription_service_pb.js";
-import { createClientAuthInterceptor } from "./interceptors.js";
+import { createClientService } from "./client-service.js";
+import { createDeliveryService } from "./delivery-service.js";
+import { createEventService } from "./event-service.js";
+import { createAdminAuthInterceptor, createClientAuthInterceptor } from "./interceptors.js";
 import { createSubscriptionService } from "./subscription-service.js";
 
 export interface ApiDeps {
@@ -12,10 +18,11 @@ export interface ApiDeps {
   catalog: EventCatalog;
   subscriptions: Subscriptions;
   notifications: Notifications;
+  adminToken: string | undefined;
 }
 
 /** Every service the port serves; the REST gateway reads their annotations. */
-export const SERVICES = [SubscriptionService] as const;
+export const SERVICES = [SubscriptionService, DeliveryService, EventService, ClientService] as const;
 
 /**
  * `common` (logging, error mapping) wraps every service; each service adds
@@ -23,8 +30,12 @@ export const SERVICES = [SubscriptionService] as const;
  * interceptors with service-level ones, so both are listed here.
  */
 export function createRoutes(deps: ApiDeps, common: Interceptor[]): (router: ConnectRouter) => void {
-  const clientAuth = createClientAuthInterceptor(deps.directory);
+  const asClient = { interceptors: [...common, createClientAuthInterceptor(deps.directory)] };
+  const asAdmin = { interceptors: [...common, createAdminAuthInterceptor(deps.adminToken)] };
   return (router) => {
-    router.service(SubscriptionService, createSubscriptionService(deps), { interceptors: [...common, clientAuth] });
+    router.service(SubscriptionService, createSubscriptionService(deps), asClient);
+    router.service(DeliveryService, createDeliveryService(deps), asClient);
+    router.service(EventService, createEventService(deps), asAdmin);
+    router.service(ClientService, createClientService(deps), asAdmin);
   };
 }

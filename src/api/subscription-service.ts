@@ -1,59 +1,62 @@
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { EventCatalog, EventType } from "../domain/event-catalog.js";
-import type { Subscription } from "../domain/model.js";
+import type { EventCatalog } from "../domain/event-catalog.js";
 import type { Notifications } from "../domain/notifications.js";
 import type { Subscriptions } from "../domain/subscriptions.js";
-import {
-  type EventType as EventTypeMessage,
-  EventTypeSchema,
-  type Subscription as SubscriptionMessage,
-  SubscriptionSchema,
-} from "../gen/webhooks/v1/subscription_pb.js";
 import type { SubscriptionService } from "../gen/webhooks/v1/subscription_service_pb.js";
 import { requireClient } from "./interceptors.js";
-
-export function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
-  return create(SubscriptionSchema, {
-    id: s.id,
-    event: s.event,
-    url: s.url,
-    description: s.description,
-    signatureKey: s.publicKeyPem,
-    enabled: s.enabled,
-    createdAt: timestampFromDate(s.createdAt),
-    updatedAt: timestampFromDate(s.updatedAt),
-  });
-}
-
-export function toEventTypeMessage(type: EventType): EventTypeMessage {
-  return create(EventTypeSchema, { name: type.name, description: type.description, samplePayload: type.samplePayload });
-}
+import { toEventTypeMessage, toSubscriptionMessage } from "./messages.js";
 
 export function createSubscriptionService(deps: {
   catalog: EventCatalog;
   subscriptions: Subscriptions;
   notifications: Notifications;
 }): ServiceImpl<typeof SubscriptionService> {
+  const { subscriptions } = deps;
   return {
-    listEvents() {
-      return { events: deps.catalog.list().map(toEventTypeMessage) };
+    async listEvents() {
+      return { events: (await deps.catalog.list()).map(toEventTypeMessage) };
     },
 
     async createSubscription(req, context) {
       const client = requireClient(context.values);
-      const subscription = await deps.subscriptions.create(client.id, {
-        event: req.event,
-        url: req.url,
-        description: req.description,
-      });
+      const subscription = await subscriptions.create(client.id, { event: req.event, url: req.url, description: req.description });
       return { subscription: toSubscriptionMessage(subscription) };
     },
 
     async triggerSampleEventNotification(req, context) {
       const client = requireClient(context.values);
       return { jobId: await deps.notifications.triggerSample(client.id, req.event, req.url) };
+    },
+
+    async listSubscriptions(req, context) {
+      const page = await subscriptions.list(requireClient(context.values).id, req.pageSize, req.pageToken);
+      return { subscriptions: page.items.map(toSubscriptionMessage), nextPageToken: page.nextPageToken };
+    },
+
+    async getSubscription(req, context) {
+      return { subscription: toSubscriptionMessage(await subscriptions.get(requireClient(context.values).id, req.id)) };
+    },
+
+    async updateSubscription(req, context) {
+      const updated = await subscriptions.update(requireClient(context.values).id, req.id, {
+        ...(req.url === undefined ? {} : { url: req.url }),
+        ...(req.description === undefined ? {} : { description: req.description }),
+        ...(req.enabled === undefined ? {} : { enabled: req.enabled }),
+      });
+      return { subscription: toSubscriptionMessage(updated) };
+    },
+
+    async deleteSubscription(req, context) {
+      await subscriptions.delete(requireClient(context.values).id, req.id);
+      return {};
+    },
+
+    async rotateSignatureKey(req, context) {
+      return { subscription: toSubscriptionMessage(await subscriptions.rotateKey(requireClient(context.values).id, req.id)) };
+    },
+
+    async confirmSignatureKeyRotation(req, context) {
+      return { subscription: toSubscriptionMessage(await subscriptions.confirmRotation(requireClient(context.values).id, req.id)) };
     },
   };
 }

@@ -4,6 +4,7 @@ import type { Subscription } from "../domain/model.js";
 import type { Store } from "../domain/ports.js";
 import type { RetryPolicy } from "../domain/retry-policy.js";
 import { signBody } from "../domain/signature.js";
+import { settleRotation } from "../domain/subscriptions.js";
 import type { HttpSender } from "./http-sender.js";
 
 /** What the scheduler does after an attempt. */
@@ -28,6 +29,8 @@ export class DeliveryWorker {
       store: Store;
       sender: HttpSender;
       retryPolicy: RetryPolicy;
+      /** A subscription failing this long without a success is disabled; undefined: never. */
+      autoDisableAfterMs?: number;
       log: Logger;
       shutdown: AbortSignal;
     },
@@ -52,7 +55,8 @@ export class DeliveryWorker {
     }
     const attempt = notification.attemptCount;
     const log = this.deps.log.child({ jobId: notificationId, attempt, subscriptionId: notification.subscriptionId });
-    const subscription = await store.subscriptions.get(notification.subscriptionId);
+    const stored = await store.subscriptions.get(notification.subscriptionId);
+    const subscription = stored && settleRotation(stored);
     const startedAt = new Date();
     if (!subscription?.enabled) {
       const error = subscription ? "subscription is disabled" : "subscription was deleted";
@@ -92,6 +96,7 @@ export class DeliveryWorker {
       },
       status,
     );
+    await this.#trackHealth(subscription, succeeded, startedAt, log);
     const fields = { statusCode: result.statusCode, durationMs: result.durationMs, error: result.error };
     if (succeeded) {
       log.info(fields, "delivered");
@@ -104,6 +109,22 @@ export class DeliveryWorker {
     log.info(fields, "delivery failed; will retry");
     const reason = result.error ?? `receiver answered ${result.statusCode}`;
     return { kind: "retry", reason, retry: attempt + 1, retryAfterMs: result.retryAfterMs };
+  }
+
+  /** Keeps the failure streak, and disables a subscription that failed for too long. */
+  async #trackHealth(subscription: Subscription, succeeded: boolean, at: Date, log: Logger): Promise<void> {
+    const { subscriptions } = this.deps.store;
+    if (succeeded) {
+      if (subscription.failingSince) await subscriptions.markHealthy(subscription.id);
+      return;
+    }
+    const since = await subscriptions.markFailing(subscription.id, at);
+    const limit = this.deps.autoDisableAfterMs;
+    if (since && limit !== undefined && at.getTime() - since.getTime() >= limit) {
+      const reason = `disabled automatically: every delivery failed since ${since.toISOString()}`;
+      await subscriptions.disable(subscription.id, reason, new Date());
+      log.warn({ failingSince: since }, "subscription disabled after failing too long");
+    }
   }
 
   /** Parsing a PEM costs more than signing; keep the KeyObject per subscription key. */

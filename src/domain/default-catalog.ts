@@ -1,7 +1,7 @@
-import type { EventType } from "./event-catalog.js";
+import type { EventTypeDefinition } from "./event-catalog.js";
 
 /** The catalog shipped with the service; `EVENT_CATALOG_FILE` replaces it. */
-export const DEFAULT_CATALOG: readonly EventType[] = [
+export const DEFAULT_CATALOG: readonly EventTypeDefinition[] = [
   {
     name: "Order.Created",
     description: "A customer placed an order.",
@@ -11,6 +11,17 @@ export const DEFAULT_CATALOG: readonly EventType[] = [
       Currency: "EUR",
       TotalAmount: 129.9,
       Items: [{ Sku: "SKU-RED-M", Quantity: 2, UnitPrice: 64.95 }],
+    },
+    jsonSchema: {
+      type: "object",
+      required: ["OrderId", "CustomerId", "Currency", "TotalAmount"],
+      properties: {
+        OrderId: { type: "string" },
+        CustomerId: { type: "string" },
+        Currency: { type: "string", pattern: "^[A-Z]{3}$" },
+        TotalAmount: { type: "number", minimum: 0 },
+        Items: { type: "array", items: { type: "object" } },
+      },
     },
   },
   {

@@ -9,6 +9,28 @@ export interface Client {
   createdAt: Date;
 }
 
+/** An API key as stored: only its hash. */
+export interface ApiKeyRecord {
+  id: string;
+  clientId: string;
+  keyHash: string;
+  createdAt: Date;
+  revokedAt?: Date;
+}
+
+/** An event type clients may subscribe to and services may publish. */
+export interface EventType {
+  /** `<Entity>.<Event>`, for example `Order.Created`. */
+  name: string;
+  description: string;
+  /** Event-specific fields of the sample notification. */
+  samplePayload: JsonObject;
+  /** JSON Schema that published payloads must satisfy. */
+  jsonSchema?: JsonObject;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
 export interface Subscription {
   id: string;
   clientId: string;
@@ -20,6 +42,15 @@ export interface Subscription {
   publicKeyPem: string;
   /** PKCS#8 PEM; never leaves the service. */
   privateKeyPem: string;
+  /** During a key rotation: the pair that takes over at `rotationDeadline` or on confirmation. */
+  nextPublicKeyPem?: string;
+  nextPrivateKeyPem?: string;
+  rotationDeadline?: Date;
+  /** The first failed attempt since the last success. */
+  failingSince?: Date;
+  /** Why and when it was disabled (by its owner or automatically). */
+  disabledReason?: string;
+  disabledAt?: Date;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -38,6 +69,8 @@ export interface Notification {
   status: NotificationStatus;
   /** Attempts made so far; the next attempt's `X-JobAttempt` equals it. */
   attemptCount: number;
+  /** On a redelivery: the job id it repeats. */
+  redeliveryOf?: string;
   createdAt: Date;
   updatedAt: Date;
 }

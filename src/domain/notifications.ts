@@ -1,29 +1,106 @@
+import { NotFoundError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
 import { newId } from "./ids.js";
-import type { JsonObject, Notification, Subscription } from "./model.js";
+import type { DeliveryAttempt, JsonObject, Notification, NotificationStatus, Subscription } from "./model.js";
 import { buildNotificationBody } from "./notification-body.js";
-import type { DeliveryQueue, NotificationStore } from "./ports.js";
+import { type Page, decodePageToken, pageSize, paginate } from "./pagination.js";
+import { assertPayloadMatches } from "./payload-schema.js";
+import type { DeliveryQueue, NotificationStore, SubscriptionStore } from "./ports.js";
 import type { Subscriptions } from "./subscriptions.js";
 
 export interface NotificationsDeps {
   store: NotificationStore;
+  subscriptionStore: SubscriptionStore;
   queue: DeliveryQueue;
   catalog: EventCatalog;
   subscriptions: Subscriptions;
+  /** Largest notification body a publish may produce. */
+  maxPayloadBytes: number;
 }
 
+export interface PublishInput {
+  clientId: string;
+  event: string;
+  payload: JsonObject;
+  idempotencyKey?: string;
+}
+
+const MAX_IDEMPOTENCY_KEY = 200;
+const MAX_RECOVER = 10_000;
+
 /**
- * Accepting notifications. A notification is stored before it is queued, and
- * a sweep re-queues any the scheduler never got, so an accepted notification
- * survives a crash at any point.
+ * Accepting, listing and redelivering notifications. A notification is
+ * stored before it is queued, and a sweep re-queues any the scheduler never
+ * got, so an accepted notification survives a crash at any point.
  */
 export class Notifications {
   constructor(private readonly deps: NotificationsDeps) {}
 
-  /** Creates and queues one notification per subscription; returns their job ids. */
-  async enqueue(subscriptions: readonly Subscription[], event: string, payload: JsonObject, at = new Date()): Promise<string[]> {
+  /** Fans an event out to the client's enabled subscriptions to it. */
+  async publish(input: PublishInput): Promise<{ jobIds: string[]; duplicate: boolean }> {
+    const type = await this.deps.catalog.require(input.event);
+    if (type.jsonSchema) assertPayloadMatches(type.name, type.jsonSchema, input.payload);
+    const key = input.idempotencyKey ?? "";
+    if (key.length > MAX_IDEMPOTENCY_KEY) throw new ValidationError(`idempotencyKey is longer than ${MAX_IDEMPOTENCY_KEY} characters`, "idempotencyKey");
+    const subscriptions = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
+    const notifications = this.#build(subscriptions, type.name, input.payload);
+    if (key === "") {
+      await this.#accept(notifications);
+      return { jobIds: notifications.map((n) => n.id), duplicate: false };
+    }
+    const { ids, duplicate } = await this.deps.store.insertIdempotent(input.clientId, key, notifications);
+    if (!duplicate) await this.deps.queue.enqueue(ids);
+    return { jobIds: ids, duplicate };
+  }
+
+  /** Sends the event's sample payload to one of the caller's subscribed URLs. */
+  async triggerSample(clientId: string, event: string, url: string): Promise<string> {
+    const type = await this.deps.catalog.require(event);
+    const subscription = await this.deps.subscriptions.forSample(clientId, type.name, url);
+    const [notification] = this.#build([subscription], type.name, type.samplePayload);
+    await this.#accept([notification as Notification]);
+    return (notification as Notification).id;
+  }
+
+  async list(clientId: string, subscriptionId: string, filter: { status?: NotificationStatus; pageSize: number; pageToken: string }): Promise<Page<Notification>> {
+    await this.deps.subscriptions.get(clientId, subscriptionId);
+    const before = decodePageToken(filter.pageToken);
+    return paginate(pageSize(filter.pageSize), (limit) =>
+      this.deps.store.list({ subscriptionId, limit, ...(filter.status ? { status: filter.status } : {}), ...(before ? { before } : {}) }),
+    );
+  }
+
+  async get(clientId: string, subscriptionId: string, id: string): Promise<{ notification: Notification; attempts: DeliveryAttempt[] }> {
+    await this.deps.subscriptions.get(clientId, subscriptionId);
+    const notification = await this.deps.store.get(id);
+    if (!notification || notification.subscriptionId !== subscriptionId) throw new NotFoundError(`notification ${JSON.stringify(id.slice(0, 64))} not found`);
+    return { notification, attempts: await this.deps.store.listAttempts(id) };
+  }
+
+  /** A new job (new X-JobId, attempts from 0) with the identical body. */
+  async redeliver(clientId: string, subscriptionId: string, id: string): Promise<string> {
+    const { notification } = await this.get(clientId, subscriptionId, id);
+    const [copy] = this.#copies([notification]);
+    await this.#accept([copy as Notification]);
+    return (copy as Notification).id;
+  }
+
+  /** Redelivers every failed notification of the subscription created since `since`. */
+  async recover(clientId: string, subscriptionId: string, since: Date): Promise<string[]> {
+    await this.deps.subscriptions.get(clientId, subscriptionId);
+    const failed = await this.deps.store.listFailedSince(subscriptionId, since, MAX_RECOVER);
+    const copies = this.#copies(failed);
+    await this.#accept(copies);
+    return copies.map((n) => n.id);
+  }
+
+  #build(subscriptions: readonly Subscription[], event: string, payload: JsonObject): Notification[] {
+    const at = new Date();
     const body = buildNotificationBody(event, payload, at);
-    const notifications: Notification[] = subscriptions.map((subscription) => ({
+    if (Buffer.byteLength(body) > this.deps.maxPayloadBytes) {
+      throw new ValidationError(`the notification would be larger than ${this.deps.maxPayloadBytes} bytes`, "payload");
+    }
+    return subscriptions.map((subscription) => ({
       id: newId("ntf"),
       subscriptionId: subscription.id,
       clientId: subscription.clientId,
@@ -34,18 +111,24 @@ export class Notifications {
       createdAt: at,
       updatedAt: at,
     }));
-    if (notifications.length === 0) return [];
-    await this.deps.store.insert(notifications);
-    const ids = notifications.map((n) => n.id);
-    await this.deps.queue.enqueue(ids);
-    return ids;
   }
 
-  /** Sends the event's sample payload to one of the caller's subscribed URLs. */
-  async triggerSample(clientId: string, event: string, url: string): Promise<string> {
-    const type = this.deps.catalog.require(event);
-    const subscription = await this.deps.subscriptions.forSample(clientId, type.name, url);
-    const [jobId] = await this.enqueue([subscription], type.name, type.samplePayload);
-    return jobId as string;
+  #copies(originals: readonly Notification[]): Notification[] {
+    const at = new Date();
+    return originals.map((original) => ({
+      ...original,
+      id: newId("ntf"),
+      status: "pending",
+      attemptCount: 0,
+      redeliveryOf: original.redeliveryOf ?? original.id,
+      createdAt: at,
+      updatedAt: at,
+    }));
+  }
+
+  async #accept(notifications: Notification[]): Promise<void> {
+    if (notifications.length === 0) return;
+    await this.deps.store.insert(notifications);
+    await this.deps.queue.enqueue(notifications.map((n) => n.id));
   }
 }

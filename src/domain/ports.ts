@@ -1,4 +1,4 @@
-import type { Client, DeliveryAttempt, Notification, NotificationStatus, Subscription } from "./model.js";
+import type { ApiKeyRecord, Client, DeliveryAttempt, EventType, Notification, NotificationStatus, Subscription } from "./model.js";
 
 /**
  * The storage port. Each adapter (PostgreSQL/PGlite, MongoDB) implements it
@@ -6,14 +6,38 @@ import type { Client, DeliveryAttempt, Notification, NotificationStatus, Subscri
  */
 export interface Store {
   readonly clients: ClientStore;
+  readonly eventTypes: EventTypeStore;
   readonly subscriptions: SubscriptionStore;
   readonly notifications: NotificationStore;
+}
+
+/** A position in a list ordered by (createdAt, id). */
+export interface Cursor {
+  createdAt: Date;
+  id: string;
 }
 
 export interface ClientStore {
   /** Creates the client if no client holds this key hash; returns the holder. */
   ensureWithKey(name: string, keyHash: string): Promise<Client>;
+  /** The client holding this unrevoked key. */
   findByKeyHash(keyHash: string): Promise<Client | undefined>;
+  create(client: Client, key: ApiKeyRecord): Promise<void>;
+  get(id: string): Promise<Client | undefined>;
+  list(): Promise<Client[]>;
+  addKey(key: ApiKeyRecord): Promise<void>;
+  /** False when the client has no such key. Revoking twice is fine. */
+  revokeKey(clientId: string, keyId: string, at: Date): Promise<boolean>;
+}
+
+export interface EventTypeStore {
+  /** False (and nothing written) when the name exists. */
+  insert(type: EventType): Promise<boolean>;
+  /** Replaces the stored type of that name; false when there is none. */
+  update(type: EventType): Promise<boolean>;
+  get(name: string): Promise<EventType | undefined>;
+  /** All types, by name. */
+  list(): Promise<EventType[]>;
 }
 
 export interface SubscriptionStore {
@@ -21,16 +45,46 @@ export interface SubscriptionStore {
   get(id: string): Promise<Subscription | undefined>;
   /** The client's subscriptions to this exact URL, oldest first. */
   findByUrl(clientId: string, url: string): Promise<Subscription[]>;
+  /** The client's subscriptions, oldest first, after `after`. */
+  listByClient(clientId: string, limit: number, after?: Cursor): Promise<Subscription[]>;
+  /** The client's enabled subscriptions to this event (publishing fans out to these). */
+  listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]>;
+  /** Writes every mutable field of the subscription; false when it is gone. */
+  update(subscription: Subscription): Promise<boolean>;
+  /** Deletes it and its notifications; false when it was not there. */
+  delete(id: string): Promise<boolean>;
+  /** Starts a failure streak unless one runs; returns when the streak began. */
+  markFailing(id: string, at: Date): Promise<Date | undefined>;
+  /** Ends a failure streak. */
+  markHealthy(id: string): Promise<void>;
+  /** Disables it with a reason unless it is disabled already. */
+  disable(id: string, reason: string, at: Date): Promise<void>;
+}
+
+export interface NotificationQuery {
+  subscriptionId: string;
+  status?: NotificationStatus;
+  limit: number;
+  /** Newest first, strictly before this position. */
+  before?: Cursor;
 }
 
 export interface NotificationStore {
   /** Stores new notifications, not yet handed to the scheduler. */
   insert(notifications: Notification[]): Promise<void>;
+  /**
+   * Stores notifications under a client's idempotency key, once: when the
+   * key was used before, stores nothing and returns the first call's ids.
+   */
+  insertIdempotent(clientId: string, key: string, notifications: Notification[]): Promise<{ ids: string[]; duplicate: boolean }>;
   /** Records that the scheduler holds a job for each of these. */
   markScheduled(ids: string[]): Promise<void>;
   /** Accepted notifications that never reached the scheduler (a crash in between). */
   listUnscheduled(createdBefore: Date, limit: number): Promise<string[]>;
   get(id: string): Promise<Notification | undefined>;
+  list(query: NotificationQuery): Promise<Notification[]>;
+  /** Failed notifications of a subscription created at or after `since`, oldest first. */
+  listFailedSince(subscriptionId: string, since: Date, limit: number): Promise<Notification[]>;
   /** Appends the attempt and moves the notification to `status`. */
   recordAttempt(attempt: DeliveryAttempt, status: NotificationStatus): Promise<void>;
   listAttempts(notificationId: string): Promise<DeliveryAttempt[]>;

@@ -1,10 +1,11 @@
-import { ValidationError } from "./errors.js";
+import { NotFoundError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
 import { newId } from "./ids.js";
 import type { Subscription } from "./model.js";
+import { type Page, decodePageToken, pageSize, paginate } from "./pagination.js";
 import type { SubscriptionStore } from "./ports.js";
 import { generateSigningKeyPair } from "./signature.js";
-import { normaliseTargetUrl, type TargetPolicy } from "./target-url.js";
+import { type TargetPolicy, normaliseTargetUrl } from "./target-url.js";
 
 export interface CreateSubscriptionInput {
   event: string;
@@ -12,25 +13,48 @@ export interface CreateSubscriptionInput {
   description: string;
 }
 
+export interface SubscriptionChanges {
+  url?: string;
+  description?: string;
+  enabled?: boolean;
+}
+
 export interface SubscriptionsDeps {
   store: SubscriptionStore;
   catalog: EventCatalog;
   targetPolicy: TargetPolicy;
   signingKeyBits: number;
+  /** How long the old key keeps signing after a rotation starts. */
+  rotationGraceMs: number;
 }
 
 export const MAX_DESCRIPTION_LENGTH = 1000;
 
-/** Creating and finding a client's subscriptions. */
+/**
+ * The subscription as of `now`: a rotation whose deadline passed has
+ * completed, whether or not anyone wrote that down yet.
+ */
+export function settleRotation(subscription: Subscription, now = new Date()): Subscription {
+  const { nextPublicKeyPem, nextPrivateKeyPem, rotationDeadline, ...rest } = subscription;
+  if (!nextPublicKeyPem || !nextPrivateKeyPem || !rotationDeadline) return subscription;
+  if (rotationDeadline > now) return subscription;
+  return { ...rest, publicKeyPem: nextPublicKeyPem, privateKeyPem: nextPrivateKeyPem };
+}
+
+function assertDescription(description: string): void {
+  if (description.length > MAX_DESCRIPTION_LENGTH) {
+    throw new ValidationError(`description is longer than ${MAX_DESCRIPTION_LENGTH} characters`, "description");
+  }
+}
+
+/** A client's subscriptions: create, read, change, rotate keys, delete. */
 export class Subscriptions {
   constructor(private readonly deps: SubscriptionsDeps) {}
 
   async create(clientId: string, input: CreateSubscriptionInput): Promise<Subscription> {
-    const event = this.deps.catalog.require(input.event).name;
+    const event = (await this.deps.catalog.require(input.event)).name;
     const url = normaliseTargetUrl(input.url, this.deps.targetPolicy);
-    if (input.description.length > MAX_DESCRIPTION_LENGTH) {
-      throw new ValidationError(`description is longer than ${MAX_DESCRIPTION_LENGTH} characters`, "description");
-    }
+    assertDescription(input.description);
     const keys = await generateSigningKeyPair(this.deps.signingKeyBits);
     const now = new Date();
     const subscription: Subscription = {
@@ -48,6 +72,64 @@ export class Subscriptions {
     return subscription;
   }
 
+  /** The client's subscription; another client's is "not found", never "forbidden". */
+  async get(clientId: string, id: string): Promise<Subscription> {
+    const subscription = await this.deps.store.get(id);
+    if (!subscription || subscription.clientId !== clientId) throw new NotFoundError(`subscription ${JSON.stringify(id.slice(0, 64))} not found`);
+    return settleRotation(subscription);
+  }
+
+  async list(clientId: string, requestedSize: number, pageToken: string): Promise<Page<Subscription>> {
+    const after = decodePageToken(pageToken);
+    const page = await paginate(pageSize(requestedSize), (limit) => this.deps.store.listByClient(clientId, limit, after));
+    return { ...page, items: page.items.map((s) => settleRotation(s)) };
+  }
+
+  async update(clientId: string, id: string, changes: SubscriptionChanges): Promise<Subscription> {
+    const current = await this.get(clientId, id);
+    const now = new Date();
+    let next: Subscription = { ...current, updatedAt: now };
+    if (changes.url !== undefined) next.url = normaliseTargetUrl(changes.url, this.deps.targetPolicy);
+    if (changes.description !== undefined) {
+      assertDescription(changes.description);
+      next.description = changes.description;
+    }
+    if (changes.enabled === true) {
+      // Re-enabling is the owner saying "try again": forget the streak and the reason.
+      const { failingSince: _f, disabledReason: _r, disabledAt: _a, ...enabled } = next;
+      next = { ...enabled, enabled: true };
+    } else if (changes.enabled === false && current.enabled) {
+      next = { ...next, enabled: false, disabledReason: "disabled by its owner", disabledAt: now };
+    }
+    return this.#save(next);
+  }
+
+  async delete(clientId: string, id: string): Promise<void> {
+    await this.get(clientId, id);
+    if (!(await this.deps.store.delete(id))) throw new NotFoundError(`subscription ${id} not found`);
+  }
+
+  /** Starts a rotation; rotating again replaces the pending key. */
+  async rotateKey(clientId: string, id: string): Promise<Subscription> {
+    const current = await this.get(clientId, id);
+    const keys = await generateSigningKeyPair(this.deps.signingKeyBits);
+    const now = new Date();
+    return this.#save({
+      ...current,
+      nextPublicKeyPem: keys.publicKeyPem,
+      nextPrivateKeyPem: keys.privateKeyPem,
+      rotationDeadline: new Date(now.getTime() + this.deps.rotationGraceMs),
+      updatedAt: now,
+    });
+  }
+
+  /** Ends a rotation now: the new key signs from here on. */
+  async confirmRotation(clientId: string, id: string): Promise<Subscription> {
+    const current = await this.get(clientId, id);
+    if (!current.nextPublicKeyPem) throw new ValidationError("no key rotation is in progress; start one with rotateSignatureKey");
+    return this.#save({ ...settleRotation({ ...current, rotationDeadline: new Date(0) }), updatedAt: new Date() });
+  }
+
   /**
    * The subscription a sample for `url` is signed with: the caller's own
    * subscription to that URL, preferring one to the same event.
@@ -62,6 +144,11 @@ export class Subscriptions {
         "url",
       );
     }
-    return chosen;
+    return settleRotation(chosen);
+  }
+
+  async #save(subscription: Subscription): Promise<Subscription> {
+    if (!(await this.deps.store.update(subscription))) throw new NotFoundError(`subscription ${subscription.id} not found`);
+    return subscription;
   }
 }

@@ -171,9 +171,9 @@ test("a sample for a URL that is not one of the caller's subscriptions: 400", as
 });
 
 test("a wrong method on a REST path: 405 with Allow", async (t) => {
-  const response = await fetch(`${running.baseUrl}/api/webhookSubscription/events`, { method: "DELETE", headers: auth });
+  const response = await fetch(`${running.baseUrl}/api/webhookSubscription`, { method: "PUT", headers: auth });
   t.is(response.status, 405);
-  t.is(response.headers.get("allow"), "GET");
+  t.is(response.headers.get("allow"), "GET, POST");
 });
 
 test("an unknown path: 404 as a Connect error", async (t) => {

@@ -1,7 +1,9 @@
 import test from "ava";
 import { DEFAULT_CATALOG } from "../../src/domain/default-catalog.js";
-import { EventCatalog, parseCatalog } from "../../src/domain/event-catalog.js";
+import { assertDefinition, parseCatalog } from "../../src/domain/event-catalog.js";
+import type { JsonObject } from "../../src/domain/model.js";
 import { buildNotificationBody, formatTimestamp } from "../../src/domain/notification-body.js";
+import { assertPayloadMatches } from "../../src/domain/payload-schema.js";
 import { generateSigningKeyPair, signBody, verifyBody } from "../../src/domain/signature.js";
 
 test("Timestamp is ISO 8601 UTC with exactly three fraction digits", (t) => {
@@ -33,20 +35,29 @@ test("signatures are RSA SHA-256 over the exact bytes, Base64", async (t) => {
 });
 
 test("the default catalog is valid and every sample builds a body", (t) => {
-  const catalog = new EventCatalog(DEFAULT_CATALOG);
-  t.true(catalog.list().length >= 5);
-  for (const type of catalog.list()) {
+  t.true(DEFAULT_CATALOG.length >= 5);
+  for (const type of DEFAULT_CATALOG) {
+    t.notThrows(() => assertDefinition(type));
     t.truthy(type.description);
     t.notThrows(() => buildNotificationBody(type.name, type.samplePayload, new Date()));
+    if (type.jsonSchema) t.notThrows(() => assertPayloadMatches(type.name, type.jsonSchema as JsonObject, type.samplePayload));
   }
-  t.throws(() => catalog.require("Nope.Nothing"), { message: /unknown event/ });
 });
 
 test("a catalog file is checked entry by entry", (t) => {
   t.deepEqual(parseCatalog([{ name: "Ticket.Opened" }]), [{ name: "Ticket.Opened", description: "", samplePayload: {} }]);
   t.throws(() => parseCatalog({}), { message: /JSON array/ });
   t.throws(() => parseCatalog([{ description: "x" }]), { message: /no string "name"/ });
-  t.throws(() => new EventCatalog(parseCatalog([{ name: "bad name" }])), { message: /<Entity>\.<Event>/ });
-  t.throws(() => new EventCatalog(parseCatalog([{ name: "A.B", samplePayload: { Event: 1 } }])), { message: /base field Event/ });
-  t.throws(() => new EventCatalog(parseCatalog([{ name: "A.B" }, { name: "A.B" }])), { message: /twice/ });
+  t.throws(() => parseCatalog([{ name: "bad name" }]), { message: /<Entity>\.<Event>/ });
+  t.throws(() => parseCatalog([{ name: "A.B", samplePayload: { Event: 1 } }]), { message: /base field Event/ });
+  t.throws(() => parseCatalog([{ name: "A.B" }, { name: "A.B" }]), { message: /twice/ });
+  t.throws(() => parseCatalog([{ name: "A.B", jsonSchema: { type: "no-such-type" } }]), { message: /not a valid JSON Schema/ });
+});
+
+test("a payload is checked against its event's JSON Schema with a readable error", (t) => {
+  const schema = { type: "object", required: ["OrderId"], properties: { OrderId: { type: "string" }, Total: { type: "number" } } };
+  t.notThrows(() => assertPayloadMatches("Order.Created", schema, { OrderId: "o1", Total: 2 }));
+  t.throws(() => assertPayloadMatches("Order.Created", schema, { Total: "two" }), {
+    message: /does not match the schema of Order\.Created: .*OrderId.*\/Total must be number|does not match the schema of Order\.Created: .*Total.*OrderId/,
+  });
 });

@@ -11,10 +11,20 @@ const MIGRATIONS: readonly string[] = [
      created_at timestamptz NOT NULL
    );
    CREATE TABLE wh_api_keys (
-     key_hash text PRIMARY KEY,
+     id text PRIMARY KEY,
+     key_hash text NOT NULL UNIQUE,
      client_id text NOT NULL REFERENCES wh_clients (id),
      created_at timestamptz NOT NULL,
      revoked_at timestamptz
+   );
+   CREATE INDEX wh_api_keys_client_idx ON wh_api_keys (client_id);
+   CREATE TABLE wh_event_types (
+     name text PRIMARY KEY,
+     description text NOT NULL,
+     sample_payload json NOT NULL,
+     json_schema json,
+     created_at timestamptz NOT NULL,
+     updated_at timestamptz NOT NULL
    );
    CREATE TABLE wh_subscriptions (
      id text PRIMARY KEY,
@@ -25,10 +35,18 @@ const MIGRATIONS: readonly string[] = [
      enabled boolean NOT NULL,
      public_key_pem text NOT NULL,
      private_key_pem text NOT NULL,
+     next_public_key_pem text,
+     next_private_key_pem text,
+     rotation_deadline timestamptz,
+     failing_since timestamptz,
+     disabled_reason text,
+     disabled_at timestamptz,
      created_at timestamptz NOT NULL,
      updated_at timestamptz NOT NULL
    );
    CREATE INDEX wh_subscriptions_client_url_idx ON wh_subscriptions (client_id, url);
+   CREATE INDEX wh_subscriptions_client_created_idx ON wh_subscriptions (client_id, created_at, id);
+   CREATE INDEX wh_subscriptions_client_event_idx ON wh_subscriptions (client_id, event) WHERE enabled;
    CREATE TABLE wh_notifications (
      id text PRIMARY KEY,
      subscription_id text NOT NULL,
@@ -37,12 +55,20 @@ const MIGRATIONS: readonly string[] = [
      body text NOT NULL,
      status text NOT NULL,
      attempt_count integer NOT NULL,
+     redelivery_of text,
      scheduled boolean NOT NULL,
      created_at timestamptz NOT NULL,
      updated_at timestamptz NOT NULL
    );
    CREATE INDEX wh_notifications_unscheduled_idx ON wh_notifications (created_at) WHERE NOT scheduled;
-   CREATE INDEX wh_notifications_subscription_idx ON wh_notifications (subscription_id, created_at DESC);
+   CREATE INDEX wh_notifications_subscription_idx ON wh_notifications (subscription_id, created_at DESC, id DESC);
+   CREATE TABLE wh_idempotency_keys (
+     client_id text NOT NULL,
+     key text NOT NULL,
+     notification_ids text[] NOT NULL,
+     created_at timestamptz NOT NULL,
+     PRIMARY KEY (client_id, key)
+   );
    CREATE TABLE wh_delivery_attempts (
      id bigserial PRIMARY KEY,
      notification_id text NOT NULL REFERENCES wh_notifications (id) ON DELETE CASCADE,

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/v1/subscription.proto.
  */
 export const file_webhooks_v1_subscription: GenFile = /*@__PURE__*/
-  fileDesc("Ch53ZWJob29rcy92MS9zdWJzY3JpcHRpb24ucHJvdG8SC3dlYmhvb2tzLnYxItMBCgxTdWJzY3JpcHRpb24SCgoCaWQYASABKAkSDQoFZXZlbnQYAiABKAkSCwoDdXJsGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhUKDXNpZ25hdHVyZV9rZXkYBSABKAkSDwoHZW5hYmxlZBgGIAEoCBIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJfCglFdmVudFR5cGUSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCg5zYW1wbGVfcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch53ZWJob29rcy92MS9zdWJzY3JpcHRpb24ucHJvdG8SC3dlYmhvb2tzLnYxIqMDCgxTdWJzY3JpcHRpb24SCgoCaWQYASABKAkSDQoFZXZlbnQYAiABKAkSCwoDdXJsGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhUKDXNpZ25hdHVyZV9rZXkYBSABKAkSDwoHZW5hYmxlZBgGIAEoCBIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIaChJuZXh0X3NpZ25hdHVyZV9rZXkYCSABKAkSNQoRcm90YXRpb25fZGVhZGxpbmUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWZhaWxpbmdfc2luY2UYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2Rpc2FibGVkX3JlYXNvbhgMIAEoCRIvCgtkaXNhYmxlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAijQEKCUV2ZW50VHlwZRIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KDnNhbXBsZV9wYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgtqc29uX3NjaGVtYRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A subscription links one event type to one receiving URL of one client.
@@ -71,6 +71,40 @@ export type Subscription = Message<"webhooks.v1.Subscription"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 8;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * During a key rotation: the key that takes over. Until then
+   * `signature_key` still signs; accept either while this is set.
+   *
+   * @generated from field: string next_signature_key = 9;
+   */
+  nextSignatureKey: string;
+
+  /**
+   * When `next_signature_key` takes over at the latest (unless confirmed sooner).
+   *
+   * @generated from field: google.protobuf.Timestamp rotation_deadline = 10;
+   */
+  rotationDeadline?: Timestamp | undefined;
+
+  /**
+   * Set while deliveries keep failing: the first failure since the last success.
+   *
+   * @generated from field: google.protobuf.Timestamp failing_since = 11;
+   */
+  failingSince?: Timestamp | undefined;
+
+  /**
+   * Why the subscription is disabled, for example after failing too long.
+   *
+   * @generated from field: string disabled_reason = 12;
+   */
+  disabledReason: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp disabled_at = 13;
+   */
+  disabledAt?: Timestamp | undefined;
 };
 
 /**
@@ -104,6 +138,13 @@ export type EventType = Message<"webhooks.v1.EventType"> & {
    * @generated from field: google.protobuf.Struct sample_payload = 3;
    */
   samplePayload?: JsonObject | undefined;
+
+  /**
+   * Optional JSON Schema that published payloads must satisfy.
+   *
+   * @generated from field: google.protobuf.Struct json_schema = 4;
+   */
+  jsonSchema?: JsonObject | undefined;
 };
 
 /**

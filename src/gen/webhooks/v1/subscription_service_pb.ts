@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/v1/subscription_service.proto.
  */
 export const file_webhooks_v1_subscription_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZ3ZWJob29rcy92MS9zdWJzY3JpcHRpb25fc2VydmljZS5wcm90bxILd2ViaG9va3MudjEiEwoRTGlzdEV2ZW50c1JlcXVlc3QiPAoSTGlzdEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLndlYmhvb2tzLnYxLkV2ZW50VHlwZSJMChlDcmVhdGVTdWJzY3JpcHRpb25SZXF1ZXN0Eg0KBWV2ZW50GAEgASgJEgsKA3VybBgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCSJNChpDcmVhdGVTdWJzY3JpcHRpb25SZXNwb25zZRIvCgxzdWJzY3JpcHRpb24YASABKAsyGS53ZWJob29rcy52MS5TdWJzY3JpcHRpb24iQwolVHJpZ2dlclNhbXBsZUV2ZW50Tm90aWZpY2F0aW9uUmVxdWVzdBINCgVldmVudBgBIAEoCRILCgN1cmwYAiABKAkiOAomVHJpZ2dlclNhbXBsZUV2ZW50Tm90aWZpY2F0aW9uUmVzcG9uc2USDgoGam9iX2lkGAEgASgJMvsDChNTdWJzY3JpcHRpb25TZXJ2aWNlEnkKCkxpc3RFdmVudHMSHi53ZWJob29rcy52MS5MaXN0RXZlbnRzUmVxdWVzdBofLndlYmhvb2tzLnYxLkxpc3RFdmVudHNSZXNwb25zZSIqkAIBgtPkkwIhEh8vYXBpL3dlYmhvb2tTdWJzY3JpcHRpb24vZXZlbnRzEpgBChJDcmVhdGVTdWJzY3JpcHRpb24SJi53ZWJob29rcy52MS5DcmVhdGVTdWJzY3JpcHRpb25SZXF1ZXN0Gicud2ViaG9va3MudjEuQ3JlYXRlU3Vic2NyaXB0aW9uUmVzcG9uc2UiMYLT5JMCKzoBKmIMc3Vic2NyaXB0aW9uIhgvYXBpL3dlYmhvb2tTdWJzY3JpcHRpb24SzQEKHlRyaWdnZXJTYW1wbGVFdmVudE5vdGlmaWNhdGlvbhIyLndlYmhvb2tzLnYxLlRyaWdnZXJTYW1wbGVFdmVudE5vdGlmaWNhdGlvblJlcXVlc3QaMy53ZWJob29rcy52MS5UcmlnZ2VyU2FtcGxlRXZlbnROb3RpZmljYXRpb25SZXNwb25zZSJCgtPkkwI8OgEqIjcvYXBpL3dlYmhvb2tTdWJzY3JpcHRpb24vdHJpZ2dlclNhbXBsZUV2ZW50Tm90aWZpY2F0aW9uYgZwcm90bzM", [file_google_api_annotations, file_webhooks_v1_subscription]);
+  fileDesc("CiZ3ZWJob29rcy92MS9zdWJzY3JpcHRpb25fc2VydmljZS5wcm90bxILd2ViaG9va3MudjEiEwoRTGlzdEV2ZW50c1JlcXVlc3QiPAoSTGlzdEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLndlYmhvb2tzLnYxLkV2ZW50VHlwZSJMChlDcmVhdGVTdWJzY3JpcHRpb25SZXF1ZXN0Eg0KBWV2ZW50GAEgASgJEgsKA3VybBgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCSJNChpDcmVhdGVTdWJzY3JpcHRpb25SZXNwb25zZRIvCgxzdWJzY3JpcHRpb24YASABKAsyGS53ZWJob29rcy52MS5TdWJzY3JpcHRpb24iQwolVHJpZ2dlclNhbXBsZUV2ZW50Tm90aWZpY2F0aW9uUmVxdWVzdBINCgVldmVudBgBIAEoCRILCgN1cmwYAiABKAkiOAomVHJpZ2dlclNhbXBsZUV2ZW50Tm90aWZpY2F0aW9uUmVzcG9uc2USDgoGam9iX2lkGAEgASgJIkEKGExpc3RTdWJzY3JpcHRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJmChlMaXN0U3Vic2NyaXB0aW9uc1Jlc3BvbnNlEjAKDXN1YnNjcmlwdGlvbnMYASADKAsyGS53ZWJob29rcy52MS5TdWJzY3JpcHRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiQKFkdldFN1YnNjcmlwdGlvblJlcXVlc3QSCgoCaWQYASABKAkiSgoXR2V0U3Vic2NyaXB0aW9uUmVzcG9uc2USLwoMc3Vic2NyaXB0aW9uGAEgASgLMhkud2ViaG9va3MudjEuU3Vic2NyaXB0aW9uIo0BChlVcGRhdGVTdWJzY3JpcHRpb25SZXF1ZXN0EgoKAmlkGAEgASgJEhAKA3VybBgCIAEoCUgAiAEBEhgKC2Rlc2NyaXB0aW9uGAMgASgJSAGIAQESFAoHZW5hYmxlZBgEIAEoCEgCiAEBQgYKBF91cmxCDgoMX2Rlc2NyaXB0aW9uQgoKCF9lbmFibGVkIk0KGlVwZGF0ZVN1YnNjcmlwdGlvblJlc3BvbnNlEi8KDHN1YnNjcmlwdGlvbhgBIAEoCzIZLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbiInChlEZWxldGVTdWJzY3JpcHRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIhwKGkRlbGV0ZVN1YnNjcmlwdGlvblJlc3BvbnNlIicKGVJvdGF0ZVNpZ25hdHVyZUtleVJlcXVlc3QSCgoCaWQYASABKAkiTQoaUm90YXRlU2lnbmF0dXJlS2V5UmVzcG9uc2USLwoMc3Vic2NyaXB0aW9uGAEgASgLMhkud2ViaG9va3MudjEuU3Vic2NyaXB0aW9uIjAKIkNvbmZpcm1TaWduYXR1cmVLZXlSb3RhdGlvblJlcXVlc3QSCgoCaWQYASABKAkiVgojQ29uZmlybVNpZ25hdHVyZUtleVJvdGF0aW9uUmVzcG9uc2USLwoMc3Vic2NyaXB0aW9uGAEgASgLMhkud2ViaG9va3MudjEuU3Vic2NyaXB0aW9uMtgLChNTdWJzY3JpcHRpb25TZXJ2aWNlEnkKCkxpc3RFdmVudHMSHi53ZWJob29rcy52MS5MaXN0RXZlbnRzUmVxdWVzdBofLndlYmhvb2tzLnYxLkxpc3RFdmVudHNSZXNwb25zZSIqkAIBgtPkkwIhEh8vYXBpL3dlYmhvb2tTdWJzY3JpcHRpb24vZXZlbnRzEpgBChJDcmVhdGVTdWJzY3JpcHRpb24SJi53ZWJob29rcy52MS5DcmVhdGVTdWJzY3JpcHRpb25SZXF1ZXN0Gicud2ViaG9va3MudjEuQ3JlYXRlU3Vic2NyaXB0aW9uUmVzcG9uc2UiMYLT5JMCKzoBKmIMc3Vic2NyaXB0aW9uIhgvYXBpL3dlYmhvb2tTdWJzY3JpcHRpb24SzQEKHlRyaWdnZXJTYW1wbGVFdmVudE5vdGlmaWNhdGlvbhIyLndlYmhvb2tzLnYxLlRyaWdnZXJTYW1wbGVFdmVudE5vdGlmaWNhdGlvblJlcXVlc3QaMy53ZWJob29rcy52MS5UcmlnZ2VyU2FtcGxlRXZlbnROb3RpZmljYXRpb25SZXNwb25zZSJCgtPkkwI8OgEqIjcvYXBpL3dlYmhvb2tTdWJzY3JpcHRpb24vdHJpZ2dlclNhbXBsZUV2ZW50Tm90aWZpY2F0aW9uEocBChFMaXN0U3Vic2NyaXB0aW9ucxIlLndlYmhvb2tzLnYxLkxpc3RTdWJzY3JpcHRpb25zUmVxdWVzdBomLndlYmhvb2tzLnYxLkxpc3RTdWJzY3JpcHRpb25zUmVzcG9uc2UiI5ACAYLT5JMCGhIYL2FwaS93ZWJob29rU3Vic2NyaXB0aW9uEpQBCg9HZXRTdWJzY3JpcHRpb24SIy53ZWJob29rcy52MS5HZXRTdWJzY3JpcHRpb25SZXF1ZXN0GiQud2ViaG9va3MudjEuR2V0U3Vic2NyaXB0aW9uUmVzcG9uc2UiNpACAYLT5JMCLWIMc3Vic2NyaXB0aW9uEh0vYXBpL3dlYmhvb2tTdWJzY3JpcHRpb24ve2lkfRKdAQoSVXBkYXRlU3Vic2NyaXB0aW9uEiYud2ViaG9va3MudjEuVXBkYXRlU3Vic2NyaXB0aW9uUmVxdWVzdBonLndlYmhvb2tzLnYxLlVwZGF0ZVN1YnNjcmlwdGlvblJlc3BvbnNlIjaC0+STAjA6ASpiDHN1YnNjcmlwdGlvbjIdL2FwaS93ZWJob29rU3Vic2NyaXB0aW9uL3tpZH0SjwEKEkRlbGV0ZVN1YnNjcmlwdGlvbhImLndlYmhvb2tzLnYxLkRlbGV0ZVN1YnNjcmlwdGlvblJlcXVlc3QaJy53ZWJob29rcy52MS5EZWxldGVTdWJzY3JpcHRpb25SZXNwb25zZSIokAICgtPkkwIfKh0vYXBpL3dlYmhvb2tTdWJzY3JpcHRpb24ve2lkfRKwAQoSUm90YXRlU2lnbmF0dXJlS2V5EiYud2ViaG9va3MudjEuUm90YXRlU2lnbmF0dXJlS2V5UmVxdWVzdBonLndlYmhvb2tzLnYxLlJvdGF0ZVNpZ25hdHVyZUtleVJlc3BvbnNlIkmC0+STAkM6ASpiDHN1YnNjcmlwdGlvbiIwL2FwaS93ZWJob29rU3Vic2NyaXB0aW9uL3tpZH0vcm90YXRlU2lnbmF0dXJlS2V5EtQBChtDb25maXJtU2lnbmF0dXJlS2V5Um90YXRpb24SLy53ZWJob29rcy52MS5Db25maXJtU2lnbmF0dXJlS2V5Um90YXRpb25SZXF1ZXN0GjAud2ViaG9va3MudjEuQ29uZmlybVNpZ25hdHVyZUtleVJvdGF0aW9uUmVzcG9uc2UiUoLT5JMCTDoBKmIMc3Vic2NyaXB0aW9uIjkvYXBpL3dlYmhvb2tTdWJzY3JpcHRpb24ve2lkfS9jb25maXJtU2lnbmF0dXJlS2V5Um90YXRpb25iBnByb3RvMw", [file_google_api_annotations, file_webhooks_v1_subscription]);
 
 /**
  * @generated from message webhooks.v1.ListEventsRequest
@@ -141,6 +141,239 @@ export const TriggerSampleEventNotificationResponseSchema: GenMessage<TriggerSam
   messageDesc(file_webhooks_v1_subscription_service, 5);
 
 /**
+ * @generated from message webhooks.v1.ListSubscriptionsRequest
+ */
+export type ListSubscriptionsRequest = Message<"webhooks.v1.ListSubscriptionsRequest"> & {
+  /**
+   * At most this many (default 50, at most 500).
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * `next_page_token` of the previous page.
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message webhooks.v1.ListSubscriptionsRequest.
+ * Use `create(ListSubscriptionsRequestSchema)` to create a new message.
+ */
+export const ListSubscriptionsRequestSchema: GenMessage<ListSubscriptionsRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_subscription_service, 6);
+
+/**
+ * @generated from message webhooks.v1.ListSubscriptionsResponse
+ */
+export type ListSubscriptionsResponse = Message<"webhooks.v1.ListSubscriptionsResponse"> & {
+  /**
+   * @generated from field: repeated webhooks.v1.Subscription subscriptions = 1;
+   */
+  subscriptions: Subscription[];
+
+  /**
+   * Empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message webhooks.v1.ListSubscriptionsResponse.
+ * Use `create(ListSubscriptionsResponseSchema)` to create a new message.
+ */
+export const ListSubscriptionsResponseSchema: GenMessage<ListSubscriptionsResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_subscription_service, 7);
+
+/**
+ * @generated from message webhooks.v1.GetSubscriptionRequest
+ */
+export type GetSubscriptionRequest = Message<"webhooks.v1.GetSubscriptionRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message webhooks.v1.GetSubscriptionRequest.
+ * Use `create(GetSubscriptionRequestSchema)` to create a new message.
+ */
+export const GetSubscriptionRequestSchema: GenMessage<GetSubscriptionRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_subscription_service, 8);
+
+/**
+ * @generated from message webhooks.v1.GetSubscriptionResponse
+ */
+export type GetSubscriptionResponse = Message<"webhooks.v1.GetSubscriptionResponse"> & {
+  /**
+   * @generated from field: webhooks.v1.Subscription subscription = 1;
+   */
+  subscription?: Subscription | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.GetSubscriptionResponse.
+ * Use `create(GetSubscriptionResponseSchema)` to create a new message.
+ */
+export const GetSubscriptionResponseSchema: GenMessage<GetSubscriptionResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_subscription_service, 9);
+
+/**
+ * @generated from message webhooks.v1.UpdateSubscriptionRequest
+ */
+export type UpdateSubscriptionRequest = Message<"webhooks.v1.UpdateSubscriptionRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Each field that is set is changed; the others stay.
+   *
+   * @generated from field: optional string url = 2;
+   */
+  url?: string | undefined;
+
+  /**
+   * @generated from field: optional string description = 3;
+   */
+  description?: string | undefined;
+
+  /**
+   * @generated from field: optional bool enabled = 4;
+   */
+  enabled?: boolean | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.UpdateSubscriptionRequest.
+ * Use `create(UpdateSubscriptionRequestSchema)` to create a new message.
+ */
+export const UpdateSubscriptionRequestSchema: GenMessage<UpdateSubscriptionRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_subscription_service, 10);
+
+/**
+ * @generated from message webhooks.v1.UpdateSubscriptionResponse
+ */
+export type UpdateSubscriptionResponse = Message<"webhooks.v1.UpdateSubscriptionResponse"> & {
+  /**
+   * @generated from field: webhooks.v1.Subscription subscription = 1;
+   */
+  subscription?: Subscription | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.UpdateSubscriptionResponse.
+ * Use `create(UpdateSubscriptionResponseSchema)` to create a new message.
+ */
+export const UpdateSubscriptionResponseSchema: GenMessage<UpdateSubscriptionResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_subscription_service, 11);
+
+/**
+ * @generated from message webhooks.v1.DeleteSubscriptionRequest
+ */
+export type DeleteSubscriptionRequest = Message<"webhooks.v1.DeleteSubscriptionRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message webhooks.v1.DeleteSubscriptionRequest.
+ * Use `create(DeleteSubscriptionRequestSchema)` to create a new message.
+ */
+export const DeleteSubscriptionRequestSchema: GenMessage<DeleteSubscriptionRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_subscription_service, 12);
+
+/**
+ * @generated from message webhooks.v1.DeleteSubscriptionResponse
+ */
+export type DeleteSubscriptionResponse = Message<"webhooks.v1.DeleteSubscriptionResponse"> & {
+};
+
+/**
+ * Describes the message webhooks.v1.DeleteSubscriptionResponse.
+ * Use `create(DeleteSubscriptionResponseSchema)` to create a new message.
+ */
+export const DeleteSubscriptionResponseSchema: GenMessage<DeleteSubscriptionResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_subscription_service, 13);
+
+/**
+ * @generated from message webhooks.v1.RotateSignatureKeyRequest
+ */
+export type RotateSignatureKeyRequest = Message<"webhooks.v1.RotateSignatureKeyRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message webhooks.v1.RotateSignatureKeyRequest.
+ * Use `create(RotateSignatureKeyRequestSchema)` to create a new message.
+ */
+export const RotateSignatureKeyRequestSchema: GenMessage<RotateSignatureKeyRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_subscription_service, 14);
+
+/**
+ * @generated from message webhooks.v1.RotateSignatureKeyResponse
+ */
+export type RotateSignatureKeyResponse = Message<"webhooks.v1.RotateSignatureKeyResponse"> & {
+  /**
+   * @generated from field: webhooks.v1.Subscription subscription = 1;
+   */
+  subscription?: Subscription | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.RotateSignatureKeyResponse.
+ * Use `create(RotateSignatureKeyResponseSchema)` to create a new message.
+ */
+export const RotateSignatureKeyResponseSchema: GenMessage<RotateSignatureKeyResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_subscription_service, 15);
+
+/**
+ * @generated from message webhooks.v1.ConfirmSignatureKeyRotationRequest
+ */
+export type ConfirmSignatureKeyRotationRequest = Message<"webhooks.v1.ConfirmSignatureKeyRotationRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message webhooks.v1.ConfirmSignatureKeyRotationRequest.
+ * Use `create(ConfirmSignatureKeyRotationRequestSchema)` to create a new message.
+ */
+export const ConfirmSignatureKeyRotationRequestSchema: GenMessage<ConfirmSignatureKeyRotationRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_subscription_service, 16);
+
+/**
+ * @generated from message webhooks.v1.ConfirmSignatureKeyRotationResponse
+ */
+export type ConfirmSignatureKeyRotationResponse = Message<"webhooks.v1.ConfirmSignatureKeyRotationResponse"> & {
+  /**
+   * @generated from field: webhooks.v1.Subscription subscription = 1;
+   */
+  subscription?: Subscription | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.ConfirmSignatureKeyRotationResponse.
+ * Use `create(ConfirmSignatureKeyRotationResponseSchema)` to create a new message.
+ */
+export const ConfirmSignatureKeyRotationResponseSchema: GenMessage<ConfirmSignatureKeyRotationResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_subscription_service, 17);
+
+/**
  * The subscriber-facing API of the specification. Every call is
  * authenticated with the client's API key (`Authorization: Bearer <key>`),
  * and a client only ever sees its own subscriptions.
@@ -178,6 +411,67 @@ export const SubscriptionService: GenService<{
     methodKind: "unary";
     input: typeof TriggerSampleEventNotificationRequestSchema;
     output: typeof TriggerSampleEventNotificationResponseSchema;
+  },
+  /**
+   * Lists the caller's subscriptions, oldest first.
+   *
+   * @generated from rpc webhooks.v1.SubscriptionService.ListSubscriptions
+   */
+  listSubscriptions: {
+    methodKind: "unary";
+    input: typeof ListSubscriptionsRequestSchema;
+    output: typeof ListSubscriptionsResponseSchema;
+  },
+  /**
+   * @generated from rpc webhooks.v1.SubscriptionService.GetSubscription
+   */
+  getSubscription: {
+    methodKind: "unary";
+    input: typeof GetSubscriptionRequestSchema;
+    output: typeof GetSubscriptionResponseSchema;
+  },
+  /**
+   * Changes the URL, the description, or enables/disables the subscription.
+   * Enabling clears an automatic disable and the failure streak.
+   *
+   * @generated from rpc webhooks.v1.SubscriptionService.UpdateSubscription
+   */
+  updateSubscription: {
+    methodKind: "unary";
+    input: typeof UpdateSubscriptionRequestSchema;
+    output: typeof UpdateSubscriptionResponseSchema;
+  },
+  /**
+   * Deletes the subscription; its pending notifications are not sent.
+   *
+   * @generated from rpc webhooks.v1.SubscriptionService.DeleteSubscription
+   */
+  deleteSubscription: {
+    methodKind: "unary";
+    input: typeof DeleteSubscriptionRequestSchema;
+    output: typeof DeleteSubscriptionResponseSchema;
+  },
+  /**
+   * Starts a key rotation: returns the subscription with `next_signature_key`.
+   * The current key keeps signing until the rotation is confirmed or its
+   * grace period ends, so receivers can deploy the new key first.
+   *
+   * @generated from rpc webhooks.v1.SubscriptionService.RotateSignatureKey
+   */
+  rotateSignatureKey: {
+    methodKind: "unary";
+    input: typeof RotateSignatureKeyRequestSchema;
+    output: typeof RotateSignatureKeyResponseSchema;
+  },
+  /**
+   * Ends a key rotation now: `next_signature_key` signs from here on.
+   *
+   * @generated from rpc webhooks.v1.SubscriptionService.ConfirmSignatureKeyRotation
+   */
+  confirmSignatureKeyRotation: {
+    methodKind: "unary";
+    input: typeof ConfirmSignatureKeyRotationRequestSchema;
+    output: typeof ConfirmSignatureKeyRotationResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_webhooks_v1_subscription_service, 0);

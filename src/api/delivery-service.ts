@@ -1,0 +1,36 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { ValidationError } from "../domain/errors.js";
+import type { Notifications } from "../domain/notifications.js";
+import { type DeliveryService, NotificationStatus } from "../gen/webhooks/v1/delivery_service_pb.js";
+import { requireClient } from "./interceptors.js";
+import { statusFromMessage, toNotificationMessage } from "./messages.js";
+
+export function createDeliveryService(deps: { notifications: Notifications }): ServiceImpl<typeof DeliveryService> {
+  const { notifications } = deps;
+  return {
+    async listNotifications(req, context) {
+      const status = req.status === NotificationStatus.UNSPECIFIED ? undefined : statusFromMessage(req.status);
+      const page = await notifications.list(requireClient(context.values).id, req.subscriptionId, {
+        ...(status ? { status } : {}),
+        pageSize: req.pageSize,
+        pageToken: req.pageToken,
+      });
+      return { notifications: page.items.map((n) => toNotificationMessage(n)), nextPageToken: page.nextPageToken };
+    },
+
+    async getNotification(req, context) {
+      const { notification, attempts } = await notifications.get(requireClient(context.values).id, req.subscriptionId, req.id);
+      return { notification: toNotificationMessage(notification, attempts) };
+    },
+
+    async redeliverNotification(req, context) {
+      return { jobId: await notifications.redeliver(requireClient(context.values).id, req.subscriptionId, req.id) };
+    },
+
+    async recoverFailedNotifications(req, context) {
+      if (!req.since) throw new ValidationError("since is required: the time from which failed notifications are sent again", "since");
+      return { jobIds: await notifications.recover(requireClient(context.values).id, req.subscriptionId, timestampDate(req.since)) };
+    },
+  };
+}

@@ -1,0 +1,45 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import { ValidationError } from "../domain/errors.js";
+import type { EventCatalog } from "../domain/event-catalog.js";
+import type { Notifications } from "../domain/notifications.js";
+import type { EventService } from "../gen/webhooks/v1/event_service_pb.js";
+import { toEventTypeMessage } from "./messages.js";
+
+export function createEventService(deps: { catalog: EventCatalog; notifications: Notifications }): ServiceImpl<typeof EventService> {
+  return {
+    async publishEvent(req) {
+      if (req.clientId === "") throw new ValidationError("clientId is required: the client whose subscriptions receive the event", "clientId");
+      const { jobIds, duplicate } = await deps.notifications.publish({
+        clientId: req.clientId,
+        event: req.event,
+        payload: req.payload ?? {},
+        ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
+      });
+      return { jobIds, duplicate };
+    },
+
+    async registerEventType(req) {
+      const type = await deps.catalog.register({
+        name: req.name,
+        description: req.description,
+        samplePayload: req.samplePayload ?? {},
+        ...(req.jsonSchema ? { jsonSchema: req.jsonSchema } : {}),
+      });
+      return { eventType: toEventTypeMessage(type) };
+    },
+
+    async updateEventType(req) {
+      if (req.clearJsonSchema && req.jsonSchema) throw new ValidationError("send jsonSchema or clearJsonSchema, not both", "jsonSchema");
+      const type = await deps.catalog.update(req.name, {
+        ...(req.description === undefined ? {} : { description: req.description }),
+        ...(req.samplePayload ? { samplePayload: req.samplePayload } : {}),
+        ...(req.jsonSchema ? { jsonSchema: req.jsonSchema } : req.clearJsonSchema ? { jsonSchema: null } : {}),
+      });
+      return { eventType: toEventTypeMessage(type) };
+    },
+
+    async listEventTypes() {
+      return { eventTypes: (await deps.catalog.list()).map(toEventTypeMessage) };
+    },
+  };
+}

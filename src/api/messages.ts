@@ -1,0 +1,84 @@
+import { create } from "@bufbuild/protobuf";
+import { type Timestamp, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { Client, DeliveryAttempt, EventType, Notification, NotificationStatus, Subscription } from "../domain/model.js";
+import { type Client as ClientMessage, ClientSchema } from "../gen/webhooks/v1/client_service_pb.js";
+import {
+  type DeliveryAttempt as DeliveryAttemptMessage,
+  DeliveryAttemptSchema,
+  type Notification as NotificationMessage,
+  NotificationSchema,
+  NotificationStatus as Status,
+} from "../gen/webhooks/v1/delivery_service_pb.js";
+import { type EventType as EventTypeMessage, EventTypeSchema, type Subscription as SubscriptionMessage, SubscriptionSchema } from "../gen/webhooks/v1/subscription_pb.js";
+
+/** Domain records → API messages: the one place field names are mapped. */
+
+const timestamp = (date: Date | undefined): Timestamp | undefined => (date ? timestampFromDate(date) : undefined);
+
+export function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
+  return create(SubscriptionSchema, {
+    id: s.id,
+    event: s.event,
+    url: s.url,
+    description: s.description,
+    signatureKey: s.publicKeyPem,
+    enabled: s.enabled,
+    createdAt: timestamp(s.createdAt),
+    updatedAt: timestamp(s.updatedAt),
+    nextSignatureKey: s.nextPublicKeyPem ?? "",
+    rotationDeadline: timestamp(s.rotationDeadline),
+    failingSince: timestamp(s.failingSince),
+    disabledReason: s.disabledReason ?? "",
+    disabledAt: timestamp(s.disabledAt),
+  });
+}
+
+export function toEventTypeMessage(type: EventType): EventTypeMessage {
+  return create(EventTypeSchema, {
+    name: type.name,
+    description: type.description,
+    samplePayload: type.samplePayload,
+    ...(type.jsonSchema ? { jsonSchema: type.jsonSchema } : {}),
+  });
+}
+
+const STATUS_TO_MESSAGE: Record<NotificationStatus, Status> = {
+  pending: Status.PENDING,
+  delivered: Status.DELIVERED,
+  failed: Status.FAILED,
+};
+
+export function statusFromMessage(status: Status): NotificationStatus | undefined {
+  return (Object.entries(STATUS_TO_MESSAGE) as [NotificationStatus, Status][]).find(([, value]) => value === status)?.[0];
+}
+
+export function toAttemptMessage(a: DeliveryAttempt): DeliveryAttemptMessage {
+  return create(DeliveryAttemptSchema, {
+    attempt: a.attempt,
+    startedAt: timestamp(a.startedAt),
+    durationMs: a.durationMs,
+    statusCode: a.statusCode ?? 0,
+    responseBody: a.responseBody ?? "",
+    error: a.error ?? "",
+    succeeded: a.succeeded,
+  });
+}
+
+export function toNotificationMessage(n: Notification, attempts: DeliveryAttempt[] = []): NotificationMessage {
+  return create(NotificationSchema, {
+    id: n.id,
+    subscriptionId: n.subscriptionId,
+    event: n.event,
+    body: n.body,
+    status: STATUS_TO_MESSAGE[n.status],
+    attemptCount: n.attemptCount,
+    createdAt: timestamp(n.createdAt),
+    updatedAt: timestamp(n.updatedAt),
+    redeliveryOf: n.redeliveryOf ?? "",
+    attempts: attempts.map(toAttemptMessage),
+  });
+}
+
+export function toClientMessage(c: Client): ClientMessage {
+  return create(ClientSchema, { id: c.id, name: c.name, createdAt: timestamp(c.createdAt) });
+}

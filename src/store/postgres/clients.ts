@@ -1,0 +1,81 @@
+import type { Pool } from "pg";
+import { newId } from "../../domain/ids.js";
+import type { ApiKeyRecord, Client } from "../../domain/model.js";
+import type { ClientStore } from "../../domain/ports.js";
+
+interface ClientRow {
+  id: string;
+  name: string;
+  created_at: Date;
+}
+
+const toClient = (row: ClientRow): Client => ({ id: row.id, name: row.name, createdAt: row.created_at });
+
+export class PostgresClientStore implements ClientStore {
+  constructor(private readonly pool: Pool) {}
+
+  async ensureWithKey(name: string, keyHash: string): Promise<Client> {
+    const existing = await this.findByKeyHash(keyHash);
+    if (existing) return existing;
+    const client: Client = { id: newId("cli"), name, createdAt: new Date() };
+    // One statement, so two instances bootstrapping the same key can't both insert.
+    const { rows } = await this.pool.query<{ client_id: string }>(
+      `WITH new_client AS (
+         INSERT INTO wh_clients (id, name, created_at) VALUES ($1, $2, $3) RETURNING id
+       )
+       INSERT INTO wh_api_keys (id, key_hash, client_id, created_at)
+       SELECT $5, $4, id, $3 FROM new_client
+       ON CONFLICT (key_hash) DO NOTHING
+       RETURNING client_id`,
+      [client.id, client.name, client.createdAt, keyHash, newId("key")],
+    );
+    if (rows.length === 1) return client;
+    const winner = await this.findByKeyHash(keyHash);
+    if (!winner) throw new Error("client key vanished while bootstrapping");
+    return winner;
+  }
+
+  async findByKeyHash(keyHash: string): Promise<Client | undefined> {
+    const { rows } = await this.pool.query<ClientRow>(
+      `SELECT c.id, c.name, c.created_at FROM wh_api_keys k JOIN wh_clients c ON c.id = k.client_id
+       WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+      [keyHash],
+    );
+    return rows[0] && toClient(rows[0]);
+  }
+
+  async create(client: Client, key: ApiKeyRecord): Promise<void> {
+    await this.pool.query(
+      `WITH new_client AS (INSERT INTO wh_clients (id, name, created_at) VALUES ($1, $2, $3) RETURNING id)
+       INSERT INTO wh_api_keys (id, key_hash, client_id, created_at) SELECT $4, $5, id, $6 FROM new_client`,
+      [client.id, client.name, client.createdAt, key.id, key.keyHash, key.createdAt],
+    );
+  }
+
+  async get(id: string): Promise<Client | undefined> {
+    const { rows } = await this.pool.query<ClientRow>("SELECT id, name, created_at FROM wh_clients WHERE id = $1", [id]);
+    return rows[0] && toClient(rows[0]);
+  }
+
+  async list(): Promise<Client[]> {
+    const { rows } = await this.pool.query<ClientRow>("SELECT id, name, created_at FROM wh_clients ORDER BY created_at, id");
+    return rows.map(toClient);
+  }
+
+  async addKey(key: ApiKeyRecord): Promise<void> {
+    await this.pool.query("INSERT INTO wh_api_keys (id, key_hash, client_id, created_at) VALUES ($1, $2, $3, $4)", [
+      key.id,
+      key.keyHash,
+      key.clientId,
+      key.createdAt,
+    ]);
+  }
+
+  async revokeKey(clientId: string, keyId: string, at: Date): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      "UPDATE wh_api_keys SET revoked_at = COALESCE(revoked_at, $3) WHERE id = $1 AND client_id = $2",
+      [keyId, clientId, at],
+    );
+    return rowCount === 1;
+  }
+}

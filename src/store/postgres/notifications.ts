@@ -1,0 +1,180 @@
+import type { Pool } from "pg";
+import type { DeliveryAttempt, Notification, NotificationStatus } from "../../domain/model.js";
+import type { NotificationQuery, NotificationStore } from "../../domain/ports.js";
+
+interface NotificationRow {
+  id: string;
+  subscription_id: string;
+  client_id: string;
+  event: string;
+  body: string;
+  status: NotificationStatus;
+  attempt_count: number;
+  redelivery_of: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface AttemptRow {
+  notification_id: string;
+  attempt: number;
+  started_at: Date;
+  duration_ms: number;
+  status_code: number | null;
+  response_body: string | null;
+  error: string | null;
+  succeeded: boolean;
+}
+
+const toNotification = (row: NotificationRow): Notification => ({
+  id: row.id,
+  subscriptionId: row.subscription_id,
+  clientId: row.client_id,
+  event: row.event,
+  body: row.body,
+  status: row.status,
+  attemptCount: row.attempt_count,
+  ...(row.redelivery_of === null ? {} : { redeliveryOf: row.redelivery_of }),
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+const toAttempt = (row: AttemptRow): DeliveryAttempt => ({
+  notificationId: row.notification_id,
+  attempt: row.attempt,
+  startedAt: row.started_at,
+  durationMs: row.duration_ms,
+  ...(row.status_code === null ? {} : { statusCode: row.status_code }),
+  ...(row.response_body === null ? {} : { responseBody: row.response_body }),
+  ...(row.error === null ? {} : { error: row.error }),
+  succeeded: row.succeeded,
+});
+
+// One multi-row INSERT from column arrays: a fan-out is one round trip.
+const INSERT_NOTIFICATIONS = `
+  INSERT INTO wh_notifications (id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, scheduled, created_at, updated_at)
+  SELECT id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, false, created_at, updated_at
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::timestamptz[], $10::timestamptz[])
+    AS t (id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, created_at, updated_at)`;
+
+function insertParameters(notifications: Notification[]): unknown[] {
+  const column = <K extends keyof Notification>(key: K) => notifications.map((n) => n[key] ?? null);
+  return [
+    column("id"),
+    column("subscriptionId"),
+    column("clientId"),
+    column("event"),
+    column("body"),
+    column("status"),
+    column("attemptCount"),
+    column("redeliveryOf"),
+    column("createdAt"),
+    column("updatedAt"),
+  ];
+}
+
+export class PostgresNotificationStore implements NotificationStore {
+  constructor(private readonly pool: Pool) {}
+
+  async insert(notifications: Notification[]): Promise<void> {
+    if (notifications.length === 0) return;
+    await this.pool.query(INSERT_NOTIFICATIONS, insertParameters(notifications));
+  }
+
+  async insertIdempotent(clientId: string, key: string, notifications: Notification[]): Promise<{ ids: string[]; duplicate: boolean }> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const ids = notifications.map((n) => n.id);
+      // The primary key (client_id, key) decides; a concurrent twin waits here for our commit.
+      const claimed = await client.query(
+        "INSERT INTO wh_idempotency_keys (client_id, key, notification_ids, created_at) VALUES ($1, $2, $3, now()) ON CONFLICT DO NOTHING",
+        [clientId, key, ids],
+      );
+      if (claimed.rowCount === 0) {
+        await client.query("ROLLBACK");
+        const { rows } = await this.pool.query<{ notification_ids: string[] }>(
+          "SELECT notification_ids FROM wh_idempotency_keys WHERE client_id = $1 AND key = $2",
+          [clientId, key],
+        );
+        return { ids: rows[0]?.notification_ids ?? [], duplicate: true };
+      }
+      if (notifications.length > 0) await client.query(INSERT_NOTIFICATIONS, insertParameters(notifications));
+      await client.query("COMMIT");
+      return { ids, duplicate: false };
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  async markScheduled(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.pool.query("UPDATE wh_notifications SET scheduled = true WHERE id = ANY($1::text[])", [ids]);
+  }
+
+  async listUnscheduled(createdBefore: Date, limit: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      "SELECT id FROM wh_notifications WHERE NOT scheduled AND created_at < $1 ORDER BY created_at LIMIT $2",
+      [createdBefore, limit],
+    );
+    return rows.map((row) => row.id);
+  }
+
+  async get(id: string): Promise<Notification | undefined> {
+    const { rows } = await this.pool.query<NotificationRow>("SELECT * FROM wh_notifications WHERE id = $1", [id]);
+    return rows[0] && toNotification(rows[0]);
+  }
+
+  async list(query: NotificationQuery): Promise<Notification[]> {
+    const { rows } = await this.pool.query<NotificationRow>(
+      `SELECT * FROM wh_notifications
+       WHERE subscription_id = $1 AND ($2::text IS NULL OR status = $2)
+         AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4))
+       ORDER BY created_at DESC, id DESC LIMIT $5`,
+      [query.subscriptionId, query.status ?? null, query.before?.createdAt ?? null, query.before?.id ?? "", query.limit],
+    );
+    return rows.map(toNotification);
+  }
+
+  async listFailedSince(subscriptionId: string, since: Date, limit: number): Promise<Notification[]> {
+    const { rows } = await this.pool.query<NotificationRow>(
+      `SELECT * FROM wh_notifications WHERE subscription_id = $1 AND status = 'failed' AND created_at >= $2
+       ORDER BY created_at, id LIMIT $3`,
+      [subscriptionId, since, limit],
+    );
+    return rows.map(toNotification);
+  }
+
+  async recordAttempt(a: DeliveryAttempt, status: NotificationStatus): Promise<void> {
+    await this.pool.query(
+      `WITH attempt AS (
+         INSERT INTO wh_delivery_attempts (notification_id, attempt, started_at, duration_ms, status_code, response_body, error, succeeded)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       )
+       UPDATE wh_notifications SET status = $9, attempt_count = GREATEST(attempt_count, $2 + 1), updated_at = now()
+       WHERE id = $1`,
+      [
+        a.notificationId,
+        a.attempt,
+        a.startedAt,
+        a.durationMs,
+        a.statusCode ?? null,
+        // PostgreSQL text can't hold NUL.
+        a.responseBody?.replaceAll("\u0000", "\uFFFD") ?? null,
+        a.error ?? null,
+        a.succeeded,
+        status,
+      ],
+    );
+  }
+
+  async listAttempts(notificationId: string): Promise<DeliveryAttempt[]> {
+    const { rows } = await this.pool.query<AttemptRow>("SELECT * FROM wh_delivery_attempts WHERE notification_id = $1 ORDER BY id", [
+      notificationId,
+    ]);
+    return rows.map(toAttempt);
+  }
+}

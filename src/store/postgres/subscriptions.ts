@@ -1,0 +1,145 @@
+import type { Pool } from "pg";
+import type { Subscription } from "../../domain/model.js";
+import type { Cursor, SubscriptionStore } from "../../domain/ports.js";
+
+interface SubscriptionRow {
+  id: string;
+  client_id: string;
+  event: string;
+  url: string;
+  description: string;
+  enabled: boolean;
+  public_key_pem: string;
+  private_key_pem: string;
+  next_public_key_pem: string | null;
+  next_private_key_pem: string | null;
+  rotation_deadline: Date | null;
+  failing_since: Date | null;
+  disabled_reason: string | null;
+  disabled_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Optional fields are absent, never null, in domain records. */
+function optional<K extends string, V>(key: K, value: V | null): { [P in K]?: V } {
+  return (value === null ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+const toSubscription = (row: SubscriptionRow): Subscription => ({
+  id: row.id,
+  clientId: row.client_id,
+  event: row.event,
+  url: row.url,
+  description: row.description,
+  enabled: row.enabled,
+  publicKeyPem: row.public_key_pem,
+  privateKeyPem: row.private_key_pem,
+  ...optional("nextPublicKeyPem", row.next_public_key_pem),
+  ...optional("nextPrivateKeyPem", row.next_private_key_pem),
+  ...optional("rotationDeadline", row.rotation_deadline),
+  ...optional("failingSince", row.failing_since),
+  ...optional("disabledReason", row.disabled_reason),
+  ...optional("disabledAt", row.disabled_at),
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+/** The mutable columns, in the order `update` and `insert` bind them after id. */
+const mutable = (s: Subscription) => [
+  s.url,
+  s.description,
+  s.enabled,
+  s.publicKeyPem,
+  s.privateKeyPem,
+  s.nextPublicKeyPem ?? null,
+  s.nextPrivateKeyPem ?? null,
+  s.rotationDeadline ?? null,
+  s.failingSince ?? null,
+  s.disabledReason ?? null,
+  s.disabledAt ?? null,
+  s.updatedAt,
+];
+
+export class PostgresSubscriptionStore implements SubscriptionStore {
+  constructor(private readonly pool: Pool) {}
+
+  async insert(s: Subscription): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO wh_subscriptions (id, url, description, enabled, public_key_pem, private_key_pem, next_public_key_pem,
+         next_private_key_pem, rotation_deadline, failing_since, disabled_reason, disabled_at, updated_at, client_id, event, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+      [s.id, ...mutable(s), s.clientId, s.event, s.createdAt],
+    );
+  }
+
+  async get(id: string): Promise<Subscription | undefined> {
+    const { rows } = await this.pool.query<SubscriptionRow>("SELECT * FROM wh_subscriptions WHERE id = $1", [id]);
+    return rows[0] && toSubscription(rows[0]);
+  }
+
+  async findByUrl(clientId: string, url: string): Promise<Subscription[]> {
+    const { rows } = await this.pool.query<SubscriptionRow>(
+      "SELECT * FROM wh_subscriptions WHERE client_id = $1 AND url = $2 ORDER BY created_at, id",
+      [clientId, url],
+    );
+    return rows.map(toSubscription);
+  }
+
+  async listByClient(clientId: string, limit: number, after?: Cursor): Promise<Subscription[]> {
+    const { rows } = await this.pool.query<SubscriptionRow>(
+      `SELECT * FROM wh_subscriptions WHERE client_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) > ($2, $3))
+       ORDER BY created_at, id LIMIT $4`,
+      [clientId, after?.createdAt ?? null, after?.id ?? "", limit],
+    );
+    return rows.map(toSubscription);
+  }
+
+  async listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]> {
+    const { rows } = await this.pool.query<SubscriptionRow>(
+      "SELECT * FROM wh_subscriptions WHERE client_id = $1 AND event = $2 AND enabled ORDER BY created_at, id",
+      [clientId, event],
+    );
+    return rows.map(toSubscription);
+  }
+
+  async update(s: Subscription): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE wh_subscriptions SET url = $2, description = $3, enabled = $4, public_key_pem = $5, private_key_pem = $6,
+         next_public_key_pem = $7, next_private_key_pem = $8, rotation_deadline = $9, failing_since = $10,
+         disabled_reason = $11, disabled_at = $12, updated_at = $13
+       WHERE id = $1`,
+      [s.id, ...mutable(s)],
+    );
+    return rowCount === 1;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const { rows } = await this.pool.query<{ deleted: boolean }>(
+      `WITH gone AS (DELETE FROM wh_subscriptions WHERE id = $1 RETURNING id),
+            notifications AS (DELETE FROM wh_notifications WHERE subscription_id = $1 AND EXISTS (SELECT 1 FROM gone))
+       SELECT EXISTS (SELECT 1 FROM gone) AS deleted`,
+      [id],
+    );
+    return rows[0]?.deleted === true;
+  }
+
+  async markFailing(id: string, at: Date): Promise<Date | undefined> {
+    const { rows } = await this.pool.query<{ failing_since: Date }>(
+      "UPDATE wh_subscriptions SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING failing_since",
+      [id, at],
+    );
+    return rows[0]?.failing_since;
+  }
+
+  async markHealthy(id: string): Promise<void> {
+    await this.pool.query("UPDATE wh_subscriptions SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL", [id]);
+  }
+
+  async disable(id: string, reason: string, at: Date): Promise<void> {
+    await this.pool.query(
+      "UPDATE wh_subscriptions SET enabled = false, disabled_reason = $2, disabled_at = $3, updated_at = $3 WHERE id = $1 AND enabled",
+      [id, reason, at],
+    );
+  }
+}
