@@ -4,7 +4,11 @@ import type { ClientDirectory, IssuedKey } from "../domain/clients.js";
 import type { ClientService } from "../gen/webhooks/v1/client_service_pb.js";
 import { toClientMessage } from "./messages.js";
 
-const toApiKeyMessage = (issued: IssuedKey) => ({ id: issued.record.id, key: issued.key, createdAt: timestampFromDate(issued.record.createdAt) });
+const toApiKeyMessage = (issued: IssuedKey) => ({
+  id: issued.record.id,
+  key: issued.key,
+  createdAt: timestampFromDate(issued.record.createdAt),
+});
 
 export function createClientService(deps: { directory: ClientDirectory }): ServiceImpl<typeof ClientService> {
   const { directory } = deps;

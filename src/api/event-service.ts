@@ -8,7 +8,8 @@ import { toEventTypeMessage } from "./messages.js";
 export function createEventService(deps: { catalog: EventCatalog; notifications: Notifications }): ServiceImpl<typeof EventService> {
   return {
     async publishEvent(req) {
-      if (req.clientId === "") throw new ValidationError("clientId is required: the client whose subscriptions receive the event", "clientId");
+      if (req.clientId === "")
+        throw new ValidationError("clientId is required: the client whose subscriptions receive the event", "clientId");
       const { jobIds, duplicate } = await deps.notifications.publish({
         clientId: req.clientId,
         event: req.event,

@@ -9,7 +9,12 @@ import {
   NotificationSchema,
   NotificationStatus as Status,
 } from "../gen/webhooks/v1/delivery_service_pb.js";
-import { type EventType as EventTypeMessage, EventTypeSchema, type Subscription as SubscriptionMessage, SubscriptionSchema } from "../gen/webhooks/v1/subscription_pb.js";
+import {
+  type EventType as EventTypeMessage,
+  EventTypeSchema,
+  type Subscription as SubscriptionMessage,
+  SubscriptionSchema,
+} from "../gen/webhooks/v1/subscription_pb.js";
 
 /** Domain records → API messages: the one place field names are mapped. */
 

@@ -1,9 +1,10 @@
 import { timingSafeEqual } from "node:crypto";
 import { generateApiKey, hashApiKey } from "./api-keys.js";
 import { NotFoundError, UnauthenticatedError, ValidationError } from "./errors.js";
-import { newId } from "./ids.js";
+import { isWellFormedId, newId } from "./ids.js";
 import type { ApiKeyRecord, Client } from "./model.js";
 import type { ClientStore } from "./ports.js";
+import { assertPlainText } from "./text.js";
 
 export interface IssuedKey {
   record: ApiKeyRecord;
@@ -37,6 +38,7 @@ export class ClientDirectory {
 
   async create(name: string): Promise<{ client: Client; issued: IssuedKey }> {
     const trimmed = name.trim();
+    assertPlainText(trimmed, "name");
     if (trimmed === "" || trimmed.length > 200) throw new ValidationError("name is required (1 to 200 characters)", "name");
     const client: Client = { id: newId("cli"), name: trimmed, createdAt: new Date() };
     const issued = this.#issue(client.id);
@@ -57,11 +59,12 @@ export class ClientDirectory {
 
   async revokeKey(clientId: string, keyId: string): Promise<void> {
     await this.#require(clientId);
-    if (!(await this.clients.revokeKey(clientId, keyId, new Date()))) throw new NotFoundError(`API key ${keyId} of client ${clientId} not found`);
+    if (!isWellFormedId("key", keyId) || !(await this.clients.revokeKey(clientId, keyId, new Date())))
+      throw new NotFoundError(`API key ${keyId} of client ${clientId} not found`);
   }
 
   async #require(clientId: string): Promise<Client> {
-    const client = await this.clients.get(clientId);
+    const client = isWellFormedId("cli", clientId) ? await this.clients.get(clientId) : undefined;
     if (!client) throw new NotFoundError(`client ${JSON.stringify(clientId.slice(0, 64))} not found`);
     return client;
   }

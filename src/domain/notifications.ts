@@ -1,9 +1,9 @@
 import { NotFoundError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
-import { newId } from "./ids.js";
+import { isWellFormedId, newId } from "./ids.js";
 import type { DeliveryAttempt, JsonObject, Notification, NotificationStatus, Subscription } from "./model.js";
-import { buildNotificationBody } from "./notification-body.js";
-import { type Page, decodePageToken, pageSize, paginate } from "./pagination.js";
+import { assertOwnFields, buildNotificationBody } from "./notification-body.js";
+import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
 import { assertPayloadMatches } from "./payload-schema.js";
 import type { DeliveryQueue, NotificationStore, SubscriptionStore } from "./ports.js";
 import type { Subscriptions } from "./subscriptions.js";
@@ -39,9 +39,11 @@ export class Notifications {
   /** Fans an event out to the client's enabled subscriptions to it. */
   async publish(input: PublishInput): Promise<{ jobIds: string[]; duplicate: boolean }> {
     const type = await this.deps.catalog.require(input.event);
+    assertOwnFields(input.payload);
     if (type.jsonSchema) assertPayloadMatches(type.name, type.jsonSchema, input.payload);
     const key = input.idempotencyKey ?? "";
-    if (key.length > MAX_IDEMPOTENCY_KEY) throw new ValidationError(`idempotencyKey is longer than ${MAX_IDEMPOTENCY_KEY} characters`, "idempotencyKey");
+    if (key.length > MAX_IDEMPOTENCY_KEY)
+      throw new ValidationError(`idempotencyKey is longer than ${MAX_IDEMPOTENCY_KEY} characters`, "idempotencyKey");
     const subscriptions = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
     const notifications = this.#build(subscriptions, type.name, input.payload);
     if (key === "") {
@@ -62,7 +64,11 @@ export class Notifications {
     return (notification as Notification).id;
   }
 
-  async list(clientId: string, subscriptionId: string, filter: { status?: NotificationStatus; pageSize: number; pageToken: string }): Promise<Page<Notification>> {
+  async list(
+    clientId: string,
+    subscriptionId: string,
+    filter: { status?: NotificationStatus; pageSize: number; pageToken: string },
+  ): Promise<Page<Notification>> {
     await this.deps.subscriptions.get(clientId, subscriptionId);
     const before = decodePageToken(filter.pageToken);
     return paginate(pageSize(filter.pageSize), (limit) =>
@@ -72,8 +78,9 @@ export class Notifications {
 
   async get(clientId: string, subscriptionId: string, id: string): Promise<{ notification: Notification; attempts: DeliveryAttempt[] }> {
     await this.deps.subscriptions.get(clientId, subscriptionId);
-    const notification = await this.deps.store.get(id);
-    if (!notification || notification.subscriptionId !== subscriptionId) throw new NotFoundError(`notification ${JSON.stringify(id.slice(0, 64))} not found`);
+    const notification = isWellFormedId("ntf", id) ? await this.deps.store.get(id) : undefined;
+    if (!notification || notification.subscriptionId !== subscriptionId)
+      throw new NotFoundError(`notification ${JSON.stringify(id.slice(0, 64))} not found`);
     return { notification, attempts: await this.deps.store.listAttempts(id) };
   }
 

@@ -1,11 +1,12 @@
 import { NotFoundError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
-import { newId } from "./ids.js";
+import { isWellFormedId, newId } from "./ids.js";
 import type { Subscription } from "./model.js";
-import { type Page, decodePageToken, pageSize, paginate } from "./pagination.js";
+import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
 import type { SubscriptionStore } from "./ports.js";
 import { generateSigningKeyPair } from "./signature.js";
-import { type TargetPolicy, normaliseTargetUrl } from "./target-url.js";
+import { normaliseTargetUrl, type TargetPolicy } from "./target-url.js";
+import { assertPlainText } from "./text.js";
 
 export interface CreateSubscriptionInput {
   event: string;
@@ -42,6 +43,7 @@ export function settleRotation(subscription: Subscription, now = new Date()): Su
 }
 
 function assertDescription(description: string): void {
+  assertPlainText(description, "description");
   if (description.length > MAX_DESCRIPTION_LENGTH) {
     throw new ValidationError(`description is longer than ${MAX_DESCRIPTION_LENGTH} characters`, "description");
   }
@@ -74,8 +76,9 @@ export class Subscriptions {
 
   /** The client's subscription; another client's is "not found", never "forbidden". */
   async get(clientId: string, id: string): Promise<Subscription> {
-    const subscription = await this.deps.store.get(id);
-    if (!subscription || subscription.clientId !== clientId) throw new NotFoundError(`subscription ${JSON.stringify(id.slice(0, 64))} not found`);
+    const subscription = isWellFormedId("sub", id) ? await this.deps.store.get(id) : undefined;
+    if (!subscription || subscription.clientId !== clientId)
+      throw new NotFoundError(`subscription ${JSON.stringify(id.slice(0, 64))} not found`);
     return settleRotation(subscription);
   }
 

@@ -58,6 +58,7 @@ test("a payload is checked against its event's JSON Schema with a readable error
   const schema = { type: "object", required: ["OrderId"], properties: { OrderId: { type: "string" }, Total: { type: "number" } } };
   t.notThrows(() => assertPayloadMatches("Order.Created", schema, { OrderId: "o1", Total: 2 }));
   t.throws(() => assertPayloadMatches("Order.Created", schema, { Total: "two" }), {
-    message: /does not match the schema of Order\.Created: .*OrderId.*\/Total must be number|does not match the schema of Order\.Created: .*Total.*OrderId/,
+    message:
+      /does not match the schema of Order\.Created: .*OrderId.*\/Total must be number|does not match the schema of Order\.Created: .*Total.*OrderId/,
   });
 });

@@ -27,7 +27,14 @@ export class PostgresEventTypeStore implements EventTypeStore {
     const { rowCount } = await this.pool.query(
       `INSERT INTO wh_event_types (name, description, sample_payload, json_schema, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING`,
-      [type.name, type.description, JSON.stringify(type.samplePayload), type.jsonSchema ? JSON.stringify(type.jsonSchema) : null, type.createdAt, type.updatedAt],
+      [
+        type.name,
+        type.description,
+        JSON.stringify(type.samplePayload),
+        type.jsonSchema ? JSON.stringify(type.jsonSchema) : null,
+        type.createdAt,
+        type.updatedAt,
+      ],
     );
     return rowCount === 1;
   }
@@ -35,7 +42,13 @@ export class PostgresEventTypeStore implements EventTypeStore {
   async update(type: EventType): Promise<boolean> {
     const { rowCount } = await this.pool.query(
       "UPDATE wh_event_types SET description = $2, sample_payload = $3, json_schema = $4, updated_at = $5 WHERE name = $1",
-      [type.name, type.description, JSON.stringify(type.samplePayload), type.jsonSchema ? JSON.stringify(type.jsonSchema) : null, type.updatedAt],
+      [
+        type.name,
+        type.description,
+        JSON.stringify(type.samplePayload),
+        type.jsonSchema ? JSON.stringify(type.jsonSchema) : null,
+        type.updatedAt,
+      ],
     );
     return rowCount === 1;
   }

@@ -1,0 +1,12 @@
+import { ValidationError } from "./errors.js";
+
+/** Control characters other than tab, CR and LF: never meaningful in names or descriptions. */
+function isForbiddenControl(code: number): boolean {
+  return (code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d) || code === 0x7f;
+}
+
+export function assertPlainText(value: string, field: string): void {
+  for (let i = 0; i < value.length; i++) {
+    if (isForbiddenControl(value.charCodeAt(i))) throw new ValidationError(`${field} contains control characters`, field);
+  }
+}

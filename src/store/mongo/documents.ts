@@ -1,0 +1,105 @@
+import { type Db, MongoServerError } from "mongodb";
+import type { Client, DeliveryAttempt, Notification, Subscription } from "../../domain/model.js";
+import type { Cursor } from "../../domain/ports.js";
+
+// Collections match the SQL table names, so both backends read the same in a shell.
+export const CLIENTS = "wh_clients";
+export const API_KEYS = "wh_api_keys";
+export const EVENT_TYPES = "wh_event_types";
+export const SUBSCRIPTIONS = "wh_subscriptions";
+export const NOTIFICATIONS = "wh_notifications";
+export const IDEMPOTENCY_KEYS = "wh_idempotency_keys";
+export const ATTEMPTS = "wh_delivery_attempts";
+
+// Each document is its domain record with the id as `_id`, so the two can't drift apart.
+export interface ClientDoc extends Omit<Client, "id"> {
+  _id: string;
+}
+
+export interface ApiKeyDoc {
+  /** The key id; `keyHash` carries a unique index, as the SQL column does. */
+  _id: string;
+  keyHash: string;
+  clientId: string;
+  createdAt: Date;
+  revokedAt?: Date | null;
+}
+
+/**
+ * `_id` is the name. Payload and schema are JSON text, as in the SQL `json`
+ * columns: schemas hold keys like `$schema` and `$ref` that MongoDB refuses or
+ * could read as operators, and text keeps the key order exactly.
+ */
+export interface EventTypeDoc {
+  _id: string;
+  description: string;
+  samplePayload: string;
+  jsonSchema?: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface SubscriptionDoc extends Omit<Subscription, "id"> {
+  _id: string;
+}
+
+export interface NotificationDoc extends Omit<Notification, "id"> {
+  _id: string;
+  scheduled: boolean;
+}
+
+/** The compound `_id` is the SQL primary key (client_id, key): unique without any index to create. */
+export interface IdempotencyKeyDoc {
+  _id: { clientId: string; key: string };
+  notificationIds: string[];
+  createdAt: Date;
+}
+
+/** `_id` is left to the driver (an ObjectId); `seq` carries the insertion order. */
+export interface AttemptDoc extends DeliveryAttempt {
+  seq: number;
+}
+
+export function collections(db: Db) {
+  return {
+    clients: db.collection<ClientDoc>(CLIENTS),
+    apiKeys: db.collection<ApiKeyDoc>(API_KEYS),
+    eventTypes: db.collection<EventTypeDoc>(EVENT_TYPES),
+    subscriptions: db.collection<SubscriptionDoc>(SUBSCRIPTIONS),
+    notifications: db.collection<NotificationDoc>(NOTIFICATIONS),
+    idempotencyKeys: db.collection<IdempotencyKeyDoc>(IDEMPOTENCY_KEYS),
+    attempts: db.collection<AttemptDoc>(ATTEMPTS),
+  };
+}
+
+export type Collections = ReturnType<typeof collections>;
+
+const DUPLICATE_KEY = 11000;
+
+/** A unique index (or `_id`) refused the write; bulk write errors carry the first write error's code. */
+export const isDuplicateKey = (error: unknown): boolean => error instanceof MongoServerError && error.code === DUPLICATE_KEY;
+
+// Mongo operators hide inside objects ({ $ne: null }) and RegExps match by pattern,
+// so only a real string may become a filter value.
+export const isString = (value: unknown): value is string => typeof value === "string";
+
+/** Optional fields are absent, never null or undefined, in domain records. */
+export function optional<K extends string, V>(key: K, value: V | null | undefined): { [P in K]?: V } {
+  return (value == null ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+/**
+ * Mongo reads limit 0 as "no limit" and a negative one as a batch size; SQL LIMIT does neither.
+ * Callers return [] for 0 themselves.
+ */
+export function checkLimit(limit: number): void {
+  if (!Number.isInteger(limit) || limit < 0) throw new RangeError(`limit must be a non-negative integer, got ${limit}`);
+}
+
+/** A cursor's parts become filter values, so they must be a real Date and string. */
+export function checkCursor(cursor: Cursor): Cursor {
+  if (!(cursor.createdAt instanceof Date) || Number.isNaN(cursor.createdAt.getTime()) || !isString(cursor.id)) {
+    throw new TypeError("cursor must hold a valid Date and a string id");
+  }
+  return cursor;
+}

@@ -1,0 +1,181 @@
+import type { Collection, Filter } from "mongodb";
+import type { Subscription } from "../../domain/model.js";
+import type { Cursor, SubscriptionStore } from "../../domain/ports.js";
+import {
+  type AttemptDoc,
+  type ClientDoc,
+  checkCursor,
+  checkLimit,
+  isString,
+  type NotificationDoc,
+  optional,
+  type SubscriptionDoc,
+} from "./documents.js";
+
+const OPTIONAL_FIELDS = [
+  "nextPublicKeyPem",
+  "nextPrivateKeyPem",
+  "rotationDeadline",
+  "failingSince",
+  "disabledReason",
+  "disabledAt",
+] as const;
+type OptionalField = (typeof OPTIONAL_FIELDS)[number];
+
+/** The optional fields that are set; undefined (and null) ones are left out rather than stored as null. */
+const presentOptional = (s: { [K in OptionalField]?: Subscription[K] | null }): Pick<Subscription, OptionalField> => ({
+  ...optional("nextPublicKeyPem", s.nextPublicKeyPem),
+  ...optional("nextPrivateKeyPem", s.nextPrivateKeyPem),
+  ...optional("rotationDeadline", s.rotationDeadline),
+  ...optional("failingSince", s.failingSince),
+  ...optional("disabledReason", s.disabledReason),
+  ...optional("disabledAt", s.disabledAt),
+});
+
+// Field by field, so a stray document field never leaks into the record and a stored null reads as absent.
+const toSubscription = (d: SubscriptionDoc): Subscription => ({
+  id: d._id,
+  clientId: d.clientId,
+  event: d.event,
+  url: d.url,
+  description: d.description,
+  enabled: d.enabled,
+  publicKeyPem: d.publicKeyPem,
+  privateKeyPem: d.privateKeyPem,
+  ...presentOptional(d),
+  createdAt: d.createdAt,
+  updatedAt: d.updatedAt,
+});
+
+/** Deletes a removed subscription's notifications in chunks, so no command nears the 16 MB limit. */
+const DELETE_BATCH = 1000;
+
+export class MongoSubscriptionStore implements SubscriptionStore {
+  constructor(
+    private readonly subscriptions: Collection<SubscriptionDoc>,
+    private readonly clients: Collection<ClientDoc>,
+    private readonly notifications: Collection<NotificationDoc>,
+    private readonly attempts: Collection<AttemptDoc>,
+  ) {}
+
+  async insert(s: Subscription): Promise<void> {
+    // Stands in for the SQL foreign key on client_id.
+    const owner = isString(s.clientId) ? await this.clients.findOne({ _id: s.clientId }, { projection: { _id: 1 } }) : null;
+    if (!owner) throw new Error(`subscription ${s.id}: client ${String(s.clientId)} does not exist`);
+    await this.subscriptions.insertOne({
+      _id: s.id,
+      clientId: s.clientId,
+      event: s.event,
+      url: s.url,
+      description: s.description,
+      enabled: s.enabled,
+      publicKeyPem: s.publicKeyPem,
+      privateKeyPem: s.privateKeyPem,
+      ...presentOptional(s),
+      createdAt: s.createdAt,
+      updatedAt: s.updatedAt,
+    });
+  }
+
+  async get(id: string): Promise<Subscription | undefined> {
+    if (!isString(id)) return undefined;
+    const doc = await this.subscriptions.findOne({ _id: id });
+    return doc ? toSubscription(doc) : undefined;
+  }
+
+  async findByUrl(clientId: string, url: string): Promise<Subscription[]> {
+    if (!isString(clientId) || !isString(url)) return [];
+    const docs = await this.subscriptions.find({ clientId, url }).sort({ createdAt: 1, _id: 1 }).toArray();
+    return docs.map(toSubscription);
+  }
+
+  async listByClient(clientId: string, limit: number, after?: Cursor): Promise<Subscription[]> {
+    checkLimit(limit);
+    if (limit === 0 || !isString(clientId)) return [];
+    const filter: Filter<SubscriptionDoc> = { clientId };
+    if (after !== undefined) {
+      const { createdAt, id } = checkCursor(after);
+      // (createdAt, _id) > (cursor) as SQL's row comparison; the $gte bound lets the index seek.
+      filter.createdAt = { $gte: createdAt };
+      filter.$or = [{ createdAt: { $gt: createdAt } }, { _id: { $gt: id } }];
+    }
+    const docs = await this.subscriptions.find(filter).sort({ createdAt: 1, _id: 1 }).limit(limit).toArray();
+    return docs.map(toSubscription);
+  }
+
+  async listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]> {
+    if (!isString(clientId) || !isString(event)) return [];
+    // `enabled: true` in the filter lets the planner use the partial index.
+    const docs = await this.subscriptions.find({ clientId, event, enabled: true }).sort({ createdAt: 1, _id: 1 }).toArray();
+    return docs.map(toSubscription);
+  }
+
+  async update(s: Subscription): Promise<boolean> {
+    if (!isString(s.id)) return false;
+    const present = presentOptional(s);
+    // Absent optional fields are removed, as SQL writes NULL into their columns.
+    const absent = OPTIONAL_FIELDS.filter((field) => !(field in present));
+    const { matchedCount } = await this.subscriptions.updateOne(
+      { _id: s.id },
+      {
+        $set: {
+          url: s.url,
+          description: s.description,
+          enabled: s.enabled,
+          publicKeyPem: s.publicKeyPem,
+          privateKeyPem: s.privateKeyPem,
+          ...present,
+          updatedAt: s.updatedAt,
+        },
+        // Servers before 5.0 refuse an empty operator document.
+        ...(absent.length > 0 ? { $unset: Object.fromEntries(absent.map((field) => [field, ""])) } : {}),
+      },
+    );
+    return matchedCount === 1;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    if (!isString(id)) return false;
+    const { deletedCount } = await this.subscriptions.deleteOne({ _id: id });
+    if (deletedCount !== 1) return false;
+    // No transaction: the subscription goes first, so a crash below leaves only unreachable history,
+    // never a listed subscription that lost part of its notifications. Attempts go before their
+    // notification (the SQL ON DELETE CASCADE), so none is left pointing at nothing.
+    for (;;) {
+      const batch = await this.notifications
+        .find({ subscriptionId: id })
+        .limit(DELETE_BATCH)
+        .project<{ _id: string }>({ _id: 1 })
+        .toArray();
+      if (batch.length === 0) return true;
+      const ids = batch.map((doc) => doc._id);
+      await this.attempts.deleteMany({ notificationId: { $in: ids } });
+      await this.notifications.deleteMany({ _id: { $in: ids } });
+    }
+  }
+
+  async markFailing(id: string, at: Date): Promise<Date | undefined> {
+    if (!isString(id)) return undefined;
+    // One atomic step like SQL's COALESCE ... RETURNING: a running streak keeps its start.
+    const doc = await this.subscriptions.findOneAndUpdate(
+      { _id: id },
+      [{ $set: { failingSince: { $ifNull: ["$failingSince", { $literal: at }] } } }],
+      { returnDocument: "after", projection: { failingSince: 1 } },
+    );
+    return doc?.failingSince ?? undefined;
+  }
+
+  async markHealthy(id: string): Promise<void> {
+    if (!isString(id)) return;
+    // The filter skips the write when no streak runs, as the SQL WHERE does.
+    await this.subscriptions.updateOne({ _id: id, failingSince: { $type: "date" } }, { $unset: { failingSince: "" } });
+  }
+
+  async disable(id: string, reason: string, at: Date): Promise<void> {
+    if (!isString(id)) return;
+    await this.subscriptions.updateOne(
+      { _id: id, enabled: true },
+      { $set: { enabled: false, disabledReason: reason, disabledAt: at, updatedAt: at } },
+    );
+  }
+}
