@@ -1,15 +1,18 @@
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import type { DescMessage } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import test from "ava";
 import {
   CreateSubscriptionRequestSchema,
+  type CreateSubscriptionResponse,
   CreateSubscriptionResponseSchema,
   ListEventsRequestSchema,
+  type ListEventsResponse,
   ListEventsResponseSchema,
   SubscriptionService,
 } from "../../src/gen/webhooks/v1/subscription_service_pb.js";
+import { grpcCall } from "../helpers/grpc.js";
 import { Receiver } from "../helpers/receiver.js";
 import { API_KEY, startTestService, type TestService } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
@@ -35,63 +38,25 @@ test.after.always(async () => {
 
 const auth = { authorization: `Bearer ${API_KEY}` };
 
-/** grpc-js with protobuf-es (de)serialisers: a real gRPC client over HTTP/2. */
-function grpcUnary<I, O>(path: string, request: I, encode: (m: I) => Uint8Array, decode: (b: Uint8Array) => O, key = API_KEY): Promise<O> {
-  const client = new grpc.Client(`127.0.0.1:${running.service.port}`, grpc.credentials.createInsecure());
-  const metadata = new grpc.Metadata();
-  metadata.set("authorization", `Bearer ${key}`);
-  return new Promise<O>((resolve, reject) => {
-    client.makeUnaryRequest(
-      path,
-      (m: I) => Buffer.from(encode(m)),
-      (b: Buffer) => decode(b),
-      request,
-      metadata,
-      (error, value) => {
-        client.close();
-        if (error) reject(error);
-        else resolve(value as O);
-      },
-    );
-  });
-}
+const grpc_ = (method: string, input: DescMessage, output: DescMessage, request: object, key = API_KEY) =>
+  grpcCall(running.service.port, SubscriptionService, method, input, output, request as never, key);
 
 test("gRPC (@grpc/grpc-js): list events and create a subscription", async (t) => {
-  const events = await grpcUnary(
-    "/webhooks.v1.SubscriptionService/ListEvents",
-    create(ListEventsRequestSchema),
-    (m) => toBinary(ListEventsRequestSchema, m),
-    (b) => fromBinary(ListEventsResponseSchema, b),
-  );
+  const events = (await grpc_("ListEvents", ListEventsRequestSchema, ListEventsResponseSchema, {})) as ListEventsResponse;
   t.true(events.events.some((e) => e.name === "Order.Created"));
-  const created = await grpcUnary(
-    "/webhooks.v1.SubscriptionService/CreateSubscription",
-    create(CreateSubscriptionRequestSchema, { event: "Order.Shipped", url: receiver.url }),
-    (m) => toBinary(CreateSubscriptionRequestSchema, m),
-    (b) => fromBinary(CreateSubscriptionResponseSchema, b),
-  );
+  const created = (await grpc_("CreateSubscription", CreateSubscriptionRequestSchema, CreateSubscriptionResponseSchema, {
+    event: "Order.Shipped",
+    url: receiver.url,
+  })) as CreateSubscriptionResponse;
   t.is(created.subscription?.event, "Order.Shipped");
   t.regex(created.subscription?.signatureKey ?? "", /BEGIN PUBLIC KEY/);
 });
 
 test("gRPC (@grpc/grpc-js): a wrong key is UNAUTHENTICATED, an unknown event INVALID_ARGUMENT", async (t) => {
-  const unauthenticated = await t.throwsAsync(
-    grpcUnary(
-      "/webhooks.v1.SubscriptionService/ListEvents",
-      create(ListEventsRequestSchema),
-      (m) => toBinary(ListEventsRequestSchema, m),
-      (b) => fromBinary(ListEventsResponseSchema, b),
-      "not-a-key",
-    ),
-  );
+  const unauthenticated = await t.throwsAsync(grpc_("ListEvents", ListEventsRequestSchema, ListEventsResponseSchema, {}, "not-a-key"));
   t.is((unauthenticated as grpc.ServiceError).code, grpc.status.UNAUTHENTICATED);
   const invalid = await t.throwsAsync(
-    grpcUnary(
-      "/webhooks.v1.SubscriptionService/CreateSubscription",
-      create(CreateSubscriptionRequestSchema, { event: "No.Such", url: receiver.url }),
-      (m) => toBinary(CreateSubscriptionRequestSchema, m),
-      (b) => fromBinary(CreateSubscriptionResponseSchema, b),
-    ),
+    grpc_("CreateSubscription", CreateSubscriptionRequestSchema, CreateSubscriptionResponseSchema, { event: "No.Such", url: receiver.url }),
   );
   t.is((invalid as grpc.ServiceError).code, grpc.status.INVALID_ARGUMENT);
   t.regex((invalid as grpc.ServiceError).details, /unknown event/);
