@@ -28,16 +28,25 @@ export interface OpenStore {
 }
 
 const POOL_SIZE = 10;
+/**
+ * PGlite is one session. pglite-socket can multiplex several connections onto
+ * it, but interleaves their extended-protocol messages under load ("bind
+ * message supplies 16 parameters, but prepared statement requires 5"), so
+ * the embedded store gets exactly one connection; PGlite runs one query at a
+ * time anyway.
+ */
+const EMBEDDED_POOL_SIZE = 1;
 
 export async function openStore(config: StoreConfig, log: Logger): Promise<OpenStore> {
   switch (config.kind) {
     case "embedded": {
-      const embedded = await startEmbeddedPostgres(config.dataDir, POOL_SIZE + 2);
+      const embedded = await startEmbeddedPostgres(config.dataDir, EMBEDDED_POOL_SIZE);
       try {
         // PGlite is one session behind a multiplexer, so LISTEN/NOTIFY can't
         // wake the scheduler; the process is alone on it, so in-memory works.
         const opened = await openPostgres(
           embedded.connectionString,
+          EMBEDDED_POOL_SIZE,
           `embedded PGlite in ${config.dataDir}`,
           log,
           new InMemoryNotificationChannel(),
@@ -53,7 +62,7 @@ export async function openStore(config: StoreConfig, log: Logger): Promise<OpenS
       }
     }
     case "postgres":
-      return openPostgres(config.url, `PostgreSQL at ${redact(config.url)}`, log);
+      return openPostgres(config.url, POOL_SIZE, `PostgreSQL at ${redact(config.url)}`, log);
     case "mongodb":
       return openMongo(config.url, config.changeStreams);
   }
@@ -82,8 +91,14 @@ async function openMongo(url: string, changeStreams: boolean): Promise<OpenStore
   }
 }
 
-async function openPostgres(url: string, description: string, log: Logger, notificationChannel?: NotificationChannel): Promise<OpenStore> {
-  const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE });
+async function openPostgres(
+  url: string,
+  poolSize: number,
+  description: string,
+  log: Logger,
+  notificationChannel?: NotificationChannel,
+): Promise<OpenStore> {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on("error", (err) => log.error({ err }, "idle database connection failed"));
   try {

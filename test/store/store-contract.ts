@@ -7,9 +7,6 @@ import type { Store } from "../../src/domain/ports.js";
  * The storage port's contract, written once and run against every adapter
  * (test/store/store.test.ts), as Agenda runs one suite against each backend.
  */
-export interface ContractContext {
-  store: Store;
-}
 
 const seconds = (n: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, n));
 
@@ -44,9 +41,9 @@ function notification(s: Subscription, overrides: Partial<Notification> = {}): N
   };
 }
 
-export function storeContract(test: TestFn<ContractContext>, name: string): void {
+export function storeContract(test: TestFn, name: string, open: () => Promise<Store>): void {
   test(`${name}: a client is created once per key hash, also when two start together`, async (t) => {
-    const { clients } = t.context.store;
+    const { clients } = await open();
     const hash = newId("cli");
     const [a, b] = await Promise.all([clients.ensureWithKey("first", hash), clients.ensureWithKey("second", hash)]);
     t.is(a.id, b.id);
@@ -56,7 +53,7 @@ export function storeContract(test: TestFn<ContractContext>, name: string): void
   });
 
   test(`${name}: subscriptions round-trip every field and are found by client and URL, oldest first`, async (t) => {
-    const { clients, subscriptions } = t.context.store;
+    const { clients, subscriptions } = await open();
     const owner = await clients.ensureWithKey("owner", newId("cli"));
     const other = await clients.ensureWithKey("other", newId("cli"));
     const older = subscription(owner.id, { createdAt: seconds(1) });
@@ -80,7 +77,7 @@ export function storeContract(test: TestFn<ContractContext>, name: string): void
   });
 
   test(`${name}: an operator where a string belongs matches nothing`, async (t) => {
-    const { clients, subscriptions } = t.context.store;
+    const { clients, subscriptions } = await open();
     const owner = await clients.ensureWithKey("owner", newId("cli"));
     await subscriptions.insert(subscription(owner.id));
     const injected = { $ne: null } as unknown as string;
@@ -90,7 +87,7 @@ export function storeContract(test: TestFn<ContractContext>, name: string): void
   });
 
   test(`${name}: notifications are stored unscheduled until marked, oldest first, bounded`, async (t) => {
-    const { clients, subscriptions, notifications } = t.context.store;
+    const { clients, subscriptions, notifications } = await open();
     const owner = await clients.ensureWithKey("owner", newId("cli"));
     const s = subscription(owner.id);
     await subscriptions.insert(s);
@@ -115,7 +112,7 @@ export function storeContract(test: TestFn<ContractContext>, name: string): void
   });
 
   test(`${name}: attempts append in order, move the status, and never lower the count`, async (t) => {
-    const { clients, subscriptions, notifications } = t.context.store;
+    const { clients, subscriptions, notifications } = await open();
     const owner = await clients.ensureWithKey("owner", newId("cli"));
     const s = subscription(owner.id);
     await subscriptions.insert(s);
@@ -154,5 +151,156 @@ export function storeContract(test: TestFn<ContractContext>, name: string): void
     t.deepEqual(attempts, [first, first, { ...second, responseBody: "ok\uFFFDbinary" }]);
     t.false("statusCode" in (attempts[0] ?? {}), "absent fields stay absent");
     t.deepEqual(await notifications.listAttempts(newId("ntf")), []);
+  });
+
+  test(`${name}: clients are listed, keys are issued and revoked per client`, async (t) => {
+    const { clients } = await open();
+    const client = { id: newId("cli"), name: "Keys Inc", createdAt: seconds(5) };
+    const first = { id: newId("key"), clientId: client.id, keyHash: newId("cli"), createdAt: seconds(5) };
+    await clients.create(client, first);
+    t.deepEqual(await clients.get(client.id), client);
+    t.true((await clients.list()).some((c) => c.id === client.id));
+    const second = { id: newId("key"), clientId: client.id, keyHash: newId("cli"), createdAt: seconds(6) };
+    await clients.addKey(second);
+    t.is((await clients.findByKeyHash(second.keyHash))?.id, client.id);
+    t.true(await clients.revokeKey(client.id, second.id, seconds(7)));
+    t.true(await clients.revokeKey(client.id, second.id, seconds(8)), "revoking twice is fine");
+    t.is(await clients.findByKeyHash(second.keyHash), undefined);
+    t.is((await clients.findByKeyHash(first.keyHash))?.id, client.id);
+    t.false(await clients.revokeKey(newId("cli"), first.id, seconds(9)), "another client's key is not found");
+    t.false(await clients.revokeKey(client.id, newId("key"), seconds(9)));
+  });
+
+  test(`${name}: event types insert once, update, and keep payload key order`, async (t) => {
+    const { eventTypes } = await open();
+    const name = `Contract.T${newId("cli").slice(4, 12)}`;
+    const type = {
+      name,
+      description: "first",
+      samplePayload: { Zeta: 1, Alpha: { b: [1, "x", null], a: true }, $weird: "dollar key" },
+      jsonSchema: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object" },
+      createdAt: seconds(1),
+      updatedAt: seconds(1),
+    };
+    t.true(await eventTypes.insert(type));
+    t.false(await eventTypes.insert({ ...type, description: "second" }));
+    const stored = await eventTypes.get(name);
+    t.deepEqual(stored, type);
+    t.deepEqual(Object.keys(stored?.samplePayload ?? {}), ["Zeta", "Alpha", "$weird"]);
+    const { jsonSchema: _schema, ...withoutSchema } = type;
+    t.true(await eventTypes.update({ ...withoutSchema, description: "changed", updatedAt: seconds(2) }));
+    t.deepEqual(await eventTypes.get(name), { ...withoutSchema, description: "changed", updatedAt: seconds(2) });
+    t.false(await eventTypes.update({ ...type, name: "Missing.Type" }));
+    t.true((await eventTypes.list()).some((e) => e.name === name));
+  });
+
+  test(`${name}: subscriptions page by creation, update every field, track failures, delete with notifications`, async (t) => {
+    const { clients, subscriptions, notifications } = await open();
+    const owner = await clients.ensureWithKey("pager", newId("cli"));
+    const list = [1, 2, 3].map((n) =>
+      subscription(owner.id, { createdAt: seconds(n), event: n === 2 ? "Order.Shipped" : "Order.Created" }),
+    );
+    for (const s of list) await subscriptions.insert(s);
+    const firstPage = await subscriptions.listByClient(owner.id, 2);
+    t.deepEqual(
+      firstPage.map((s) => s.id),
+      [list[0]?.id, list[1]?.id],
+    );
+    const last = firstPage.at(-1) as Subscription;
+    t.deepEqual(
+      (await subscriptions.listByClient(owner.id, 2, last)).map((s) => s.id),
+      [list[2]?.id],
+    );
+    t.deepEqual(
+      (await subscriptions.listEnabledForEvent(owner.id, "Order.Created")).map((s) => s.id),
+      [list[0]?.id, list[2]?.id],
+    );
+
+    const target = list[0] as Subscription;
+    const rotated: Subscription = {
+      ...target,
+      url: "https://example.com/moved",
+      description: "moved",
+      nextPublicKeyPem: "next-public",
+      nextPrivateKeyPem: "next-private",
+      rotationDeadline: seconds(50),
+      updatedAt: seconds(40),
+    };
+    t.true(await subscriptions.update(rotated));
+    t.deepEqual(await subscriptions.get(target.id), rotated);
+    const { nextPublicKeyPem: _a, nextPrivateKeyPem: _b, rotationDeadline: _c, ...settled } = rotated;
+    t.true(await subscriptions.update(settled));
+    t.deepEqual(await subscriptions.get(target.id), settled, "absent optional fields are cleared");
+    t.false(await subscriptions.update({ ...settled, id: newId("sub") }));
+
+    t.deepEqual(await subscriptions.markFailing(target.id, seconds(60)), seconds(60));
+    t.deepEqual(await subscriptions.markFailing(target.id, seconds(70)), seconds(60), "the streak keeps its start");
+    await subscriptions.markHealthy(target.id);
+    t.is((await subscriptions.get(target.id))?.failingSince, undefined);
+    await subscriptions.disable(target.id, "too many failures", seconds(80));
+    await subscriptions.disable(target.id, "again", seconds(90));
+    const disabled = await subscriptions.get(target.id);
+    t.false(disabled?.enabled);
+    t.is(disabled?.disabledReason, "too many failures");
+    t.deepEqual(disabled?.disabledAt, seconds(80));
+    t.deepEqual(
+      (await subscriptions.listEnabledForEvent(owner.id, "Order.Created")).map((s) => s.id),
+      [list[2]?.id],
+    );
+
+    const doomed = notification(target);
+    await notifications.insert([doomed]);
+    t.true(await subscriptions.delete(target.id));
+    t.is(await subscriptions.get(target.id), undefined);
+    t.is(await notifications.get(doomed.id), undefined, "its notifications go with it");
+    t.false(await subscriptions.delete(target.id));
+  });
+
+  test(`${name}: idempotent inserts store once; the log lists newest first by status; failed ones are found since a time`, async (t) => {
+    const { clients, subscriptions, notifications } = await open();
+    const owner = await clients.ensureWithKey("publisher", newId("cli"));
+    const s = subscription(owner.id);
+    await subscriptions.insert(s);
+    const batch = [notification(s, { createdAt: seconds(10) }), notification(s, { createdAt: seconds(11) })];
+    const first = await notifications.insertIdempotent(owner.id, "key-1", batch);
+    t.deepEqual(first, { ids: batch.map((n) => n.id), duplicate: false });
+    const replay = await notifications.insertIdempotent(owner.id, "key-1", [notification(s)]);
+    t.deepEqual(replay, { ids: batch.map((n) => n.id), duplicate: true });
+    const other = await clients.ensureWithKey("someone else", newId("cli"));
+    t.false((await notifications.insertIdempotent(other.id, "key-1", [])).duplicate, "keys are per client");
+    const [a, b] = await Promise.all([
+      notifications.insertIdempotent(owner.id, "key-2", [notification(s, { createdAt: seconds(12) })]),
+      notifications.insertIdempotent(owner.id, "key-2", [notification(s, { createdAt: seconds(12) })]),
+    ]);
+    t.deepEqual(a?.ids, b?.ids, "concurrent twins agree");
+    t.not(a?.duplicate, b?.duplicate);
+
+    const older = batch[0] as Notification;
+    const newer = batch[1] as Notification;
+    await notifications.recordAttempt(
+      { notificationId: older.id, attempt: 0, startedAt: seconds(20), durationMs: 1, statusCode: 500, succeeded: false },
+      "failed",
+    );
+    const page = await notifications.list({ subscriptionId: s.id, limit: 2 });
+    t.is(page.length, 2);
+    t.is(page[0]?.createdAt.getTime(), seconds(12).getTime(), "newest first");
+    const next = await notifications.list({ subscriptionId: s.id, limit: 10, before: page.at(-1) as Notification });
+    t.deepEqual(
+      next.map((n) => n.id),
+      [older.id],
+    );
+    t.deepEqual(
+      (await notifications.list({ subscriptionId: s.id, status: "failed", limit: 10 })).map((n) => n.id),
+      [older.id],
+    );
+    t.deepEqual(
+      (await notifications.listFailedSince(s.id, seconds(10), 10)).map((n) => n.id),
+      [older.id],
+    );
+    t.deepEqual(await notifications.listFailedSince(s.id, seconds(11), 10), []);
+    t.is((await notifications.get(newer.id))?.status, "pending");
+    const redelivery = notification(s, { redeliveryOf: older.id });
+    await notifications.insert([redelivery]);
+    t.is((await notifications.get(redelivery.id))?.redeliveryOf, older.id);
   });
 }

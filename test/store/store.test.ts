@@ -1,15 +1,14 @@
-import anyTest, { type TestFn } from "ava";
+import test from "ava";
 import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { type OpenStore, openStore } from "../../src/store/open-store.js";
 import { storeTargets } from "../helpers/stores.js";
-import { type ContractContext, storeContract } from "./store-contract.js";
+import { storeContract } from "./store-contract.js";
 
 const log = pino({ level: "silent" });
 
-// One store per target, opened before and closed after its tests.
+// One store per target, opened once and shared by that target's tests.
 for (const target of storeTargets()) {
-  const test = anyTest as TestFn<ContractContext>;
   let opened: OpenStore | undefined;
   let cleanup: (() => Promise<void>) | undefined;
   const ready = (async () => {
@@ -18,19 +17,15 @@ for (const target of storeTargets()) {
     opened = await openStore(loadConfig(created.env).store, log);
     return opened.store;
   })();
-  // Keep an early failure from becoming an unhandled rejection before the hooks run.
+  // Keep an early failure from becoming an unhandled rejection before a test awaits it.
   ready.catch(() => {});
-
-  test.beforeEach(async (t) => {
-    t.context.store = await ready;
-  });
   test.after.always(async () => {
     await opened?.close();
     await cleanup?.();
   });
-  storeContract(test, target.name);
+  storeContract(test, target.name, () => ready);
 }
 
 // A store that can't run here is reported as skipped, by the variable that enables it.
-if (!process.env.POSTGRES_URL) anyTest.skip("postgres: set POSTGRES_URL to run the store contract against PostgreSQL", () => {});
-if (!process.env.MONGODB_URL) anyTest.skip("mongodb: set MONGODB_URL to run the store contract against MongoDB", () => {});
+if (!process.env.POSTGRES_URL) test.skip("postgres: set POSTGRES_URL to run the store contract against PostgreSQL", () => {});
+if (!process.env.MONGODB_URL) test.skip("mongodb: set MONGODB_URL to run the store contract against MongoDB", () => {});

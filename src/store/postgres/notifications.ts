@@ -93,7 +93,8 @@ export class PostgresNotificationStore implements NotificationStore {
       );
       if (claimed.rowCount === 0) {
         await client.query("ROLLBACK");
-        const { rows } = await this.pool.query<{ notification_ids: string[] }>(
+        // On the held connection: the embedded store has only one.
+        const { rows } = await client.query<{ notification_ids: string[] }>(
           "SELECT notification_ids FROM wh_idempotency_keys WHERE client_id = $1 AND key = $2",
           [clientId, key],
         );
