@@ -45,7 +45,7 @@ export class RestGateway {
     if (matches.length === 0) return false;
     const match = matches.find(({ binding }) => binding.httpMethod === req.method);
     if (!match) {
-      const allowed = [...new Set(matches.map(({ binding }) => binding.httpMethod))].join(", ");
+      const allowed = [...new Set(matches.map(({ binding }) => binding.httpMethod))].sort().join(", ");
       writeError(res, new HttpError(405, "unimplemented", `${req.method} is not supported here; use ${allowed}`), { allow: allowed });
       return true;
     }
