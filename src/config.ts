@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { DEFAULT_CATALOG } from "./domain/default-catalog.js";
 import { type EventTypeDefinition, parseCatalog } from "./domain/event-catalog.js";
+import { parseMasterKey } from "./domain/key-sealing.js";
 import { DEFAULT_RETRY_SCHEDULE, parseDuration, parseRetrySchedule, type RetryPolicy } from "./domain/retry-policy.js";
 import type { StoreConfig } from "./store/open-store.js";
 
@@ -29,6 +30,8 @@ export interface Config {
   allowPrivateTargets: boolean;
   allowHttpTargets: boolean;
   signingKeyBits: number;
+  /** AES-256 key sealing private signing keys; unset only for the embedded store (a key is kept under DATA_DIR). */
+  signingMasterKey?: Buffer;
   schedulerPollMs: number;
   deliveryConcurrency: number;
   shutdownGraceMs: number;
@@ -107,11 +110,23 @@ export function loadConfig(env: Env): Config {
   if (signingKeyBits !== 2048 && signingKeyBits !== 3072 && signingKeyBits !== 4096) {
     throw new ConfigError("SIGNING_KEY_BITS must be 2048, 3072 or 4096");
   }
+  const store = storeConfig(env);
+  const masterKeyText = env.SIGNING_MASTER_KEY;
+  const signingMasterKey = masterKeyText ? parseMasterKey(masterKeyText) : undefined;
+  if (masterKeyText && !signingMasterKey) {
+    throw new ConfigError("SIGNING_MASTER_KEY must be 32 bytes: 64 hex characters or base64 (e.g. openssl rand -hex 32)");
+  }
+  if (!signingMasterKey && store.kind !== "embedded") {
+    throw new ConfigError(
+      "SIGNING_MASTER_KEY is required with DATABASE_URL: it encrypts the signing keys stored in the database (openssl rand -hex 32)",
+    );
+  }
   return {
     port: integer(env, "PORT", 8080, 0, 65535),
     host: env.HOST || "0.0.0.0",
     logLevel: env.LOG_LEVEL || "info",
-    store: storeConfig(env),
+    store,
+    ...(signingMasterKey ? { signingMasterKey } : {}),
     ...(bootstrapApiKey ? { bootstrapApiKey } : {}),
     ...(adminToken ? { adminToken } : {}),
     catalog: catalog(env),

@@ -9,8 +9,10 @@ import { DeliveryWorker } from "./delivery/delivery-worker.js";
 import { HttpSender } from "./delivery/http-sender.js";
 import { ClientDirectory } from "./domain/clients.js";
 import { EventCatalog } from "./domain/event-catalog.js";
+import { KeySealer } from "./domain/key-sealing.js";
 import { Notifications } from "./domain/notifications.js";
 import { Subscriptions } from "./domain/subscriptions.js";
+import { loadOrCreateMasterKey } from "./master-key.js";
 import { openStore } from "./store/open-store.js";
 
 export interface RunningService {
@@ -29,6 +31,9 @@ export async function startService(config: Config, log: Logger): Promise<Running
   const opened = await openStore(config.store, log);
   const { store } = opened;
   try {
+    const sealer = new KeySealer(
+      config.signingMasterKey ?? (await loadOrCreateMasterKey(config.store.kind === "embedded" ? config.store.dataDir : ".", log)),
+    );
     const catalog = new EventCatalog(store.eventTypes);
     await catalog.seed(config.catalog);
     const directory = new ClientDirectory(store.clients);
@@ -44,6 +49,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
       store,
       sender,
       retryPolicy: config.retryPolicy,
+      sealer,
       ...(config.autoDisableAfterMs === undefined ? {} : { autoDisableAfterMs: config.autoDisableAfterMs }),
       log,
       shutdown: shutdown.signal,
@@ -67,6 +73,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
       targetPolicy: { allowPrivateTargets: config.allowPrivateTargets, allowHttpTargets: config.allowHttpTargets },
       signingKeyBits: config.signingKeyBits,
       rotationGraceMs: config.keyRotationGraceMs,
+      sealer,
     });
     const notifications = new Notifications({
       store: store.notifications,

@@ -11,11 +11,25 @@ test("defaults: embedded PGlite under ./data on port 8080, strict targets", (t) 
   t.is(config.deliveryTimeoutMs, 15_000);
 });
 
+const SIGNING_MASTER_KEY = "ab".repeat(32);
+
 test("DATABASE_URL picks the adapter by scheme", (t) => {
-  t.is(loadConfig({ DATABASE_URL: "postgres://u@h/db" }).store.kind, "postgres");
-  t.is(loadConfig({ DATABASE_URL: "postgresql://u@h/db" }).store.kind, "postgres");
-  t.deepEqual(loadConfig({ DATABASE_URL: "mongodb://h/db" }).store, { kind: "mongodb", url: "mongodb://h/db", changeStreams: false });
+  t.is(loadConfig({ SIGNING_MASTER_KEY, DATABASE_URL: "postgres://u@h/db" }).store.kind, "postgres");
+  t.is(loadConfig({ SIGNING_MASTER_KEY, DATABASE_URL: "postgresql://u@h/db" }).store.kind, "postgres");
+  t.deepEqual(loadConfig({ SIGNING_MASTER_KEY, DATABASE_URL: "mongodb://h/db" }).store, {
+    kind: "mongodb",
+    url: "mongodb://h/db",
+    changeStreams: false,
+  });
   t.throws(() => loadConfig({ DATABASE_URL: "mysql://h/db" }), { instanceOf: ConfigError, message: /postgres:\/\/.*mongodb:\/\// });
+});
+
+test("a database server needs SIGNING_MASTER_KEY; the embedded store may go without", (t) => {
+  t.throws(() => loadConfig({ DATABASE_URL: "postgres://u@h/db" }), { message: /SIGNING_MASTER_KEY is required/ });
+  t.throws(() => loadConfig({ SIGNING_MASTER_KEY: "too-short" }), { message: /32 bytes/ });
+  t.is(loadConfig({}).signingMasterKey, undefined);
+  t.is(loadConfig({ SIGNING_MASTER_KEY }).signingMasterKey?.length, 32);
+  t.is(loadConfig({ SIGNING_MASTER_KEY: Buffer.alloc(32, 7).toString("base64") }).signingMasterKey?.length, 32);
 });
 
 test("bad settings name the variable", (t) => {

@@ -51,8 +51,14 @@ export function parseJsonObject(bytes: Buffer): Record<string, unknown> {
   assertDepth(text);
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    // A "__proto__" key would turn into a prototype (and vanish) in the
+    // protobuf conversion, so it is refused while the text is still text.
+    value = JSON.parse(text, (key, item) => {
+      if (key === "__proto__") throw new HttpError(400, "invalid_argument", "request body may not use the key __proto__");
+      return item;
+    });
   } catch (error) {
+    if (error instanceof HttpError) throw error;
     throw new HttpError(400, "invalid_argument", `request body is not valid JSON: ${(error as Error).message}`);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {

@@ -1,5 +1,6 @@
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import type { Logger } from "pino";
+import type { KeySealer } from "../domain/key-sealing.js";
 import type { Subscription } from "../domain/model.js";
 import type { Store } from "../domain/ports.js";
 import type { RetryPolicy } from "../domain/retry-policy.js";
@@ -29,6 +30,7 @@ export class DeliveryWorker {
       store: Store;
       sender: HttpSender;
       retryPolicy: RetryPolicy;
+      sealer: KeySealer;
       /** A subscription failing this long without a success is disabled; undefined: never. */
       autoDisableAfterMs?: number;
       log: Logger;
@@ -81,7 +83,9 @@ export class DeliveryWorker {
     }
 
     const succeeded = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
-    const lastAttempt = attempt >= this.maxRetries;
+    // 410 Gone: the receiver says the endpoint is gone for good; retrying would only annoy it.
+    const gone = result.statusCode === 410;
+    const lastAttempt = gone || attempt >= this.maxRetries;
     const status = succeeded ? "delivered" : lastAttempt ? "failed" : "pending";
     await store.notifications.recordAttempt(
       {
@@ -100,6 +104,11 @@ export class DeliveryWorker {
     const fields = { statusCode: result.statusCode, durationMs: result.durationMs, error: result.error };
     if (succeeded) {
       log.info(fields, "delivered");
+      return { kind: "done" };
+    }
+    if (gone) {
+      await store.subscriptions.disable(subscription.id, "disabled automatically: the receiver answered 410 Gone", new Date());
+      log.warn(fields, "receiver answered 410 Gone; subscription disabled, no retries");
       return { kind: "done" };
     }
     if (lastAttempt) {
@@ -127,12 +136,12 @@ export class DeliveryWorker {
     }
   }
 
-  /** Parsing a PEM costs more than signing; keep the KeyObject per subscription key. */
+  /** Unsealing and parsing cost more than signing; keep the KeyObject per subscription key. */
   #signingKey(subscription: Subscription): KeyObject {
     const cached = this.#keys.get(subscription.id);
     if (cached && cached.pem === subscription.privateKeyPem) return cached.key;
     if (this.#keys.size >= KEY_CACHE_LIMIT) this.#keys.delete(this.#keys.keys().next().value as string);
-    const key = createPrivateKey(subscription.privateKeyPem);
+    const key = createPrivateKey(this.deps.sealer.open(subscription.privateKeyPem, subscription.id));
     this.#keys.set(subscription.id, { pem: subscription.privateKeyPem, key });
     return key;
   }

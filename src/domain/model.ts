@@ -40,7 +40,7 @@ export interface Subscription {
   enabled: boolean;
   /** SPKI PEM, handed to the subscriber to verify `X-Signature`. */
   publicKeyPem: string;
-  /** PKCS#8 PEM; never leaves the service. */
+  /** PKCS#8 PEM sealed with AES-256-GCM (see key-sealing.ts); never leaves the service. */
   privateKeyPem: string;
   /** During a key rotation: the pair that takes over at `rotationDeadline` or on confirmation. */
   nextPublicKeyPem?: string;

@@ -16,11 +16,38 @@ export function buildNotificationBody(event: string, payload: JsonObject, at: Da
   return JSON.stringify({ Event: event, Timestamp: formatTimestamp(at), ...payload });
 }
 
-/** An event's payload carries its own fields only: Event and Timestamp are the service's. */
+/** Keys that mean something to JavaScript objects; as data they invite prototype tricks downstream. */
+const RESERVED_KEYS = new Set(["__proto__", "constructor", "prototype"]);
+const MAX_PAYLOAD_DEPTH = 32;
+
+/**
+ * An event's payload carries its own fields only (Event and Timestamp are the
+ * service's), is at most 32 levels deep, and uses no prototype-related keys.
+ * A `__proto__` key may already have become an object's prototype when the
+ * payload was decoded, so a foreign prototype counts as one too.
+ */
 export function assertOwnFields(payload: JsonObject): void {
   for (const field of BASE_FIELDS) {
     if (Object.hasOwn(payload, field)) {
       throw new ValidationError(`the payload may not set ${field}: the service sets the base fields Event and Timestamp itself`, "payload");
     }
+  }
+  assertPlainJson(payload, 0);
+}
+
+function assertPlainJson(value: unknown, depth: number): void {
+  if (typeof value !== "object" || value === null) return;
+  if (depth >= MAX_PAYLOAD_DEPTH) throw new ValidationError(`the payload nests deeper than ${MAX_PAYLOAD_DEPTH} levels`, "payload");
+  if (Array.isArray(value)) {
+    for (const item of value) assertPlainJson(item, depth + 1);
+    return;
+  }
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) {
+    throw new ValidationError("the payload may not use the key __proto__", "payload");
+  }
+  for (const [key, item] of Object.entries(value)) {
+    if (RESERVED_KEYS.has(key)) throw new ValidationError(`the payload may not use the key ${key}`, "payload");
+    assertPlainJson(item, depth + 1);
   }
 }

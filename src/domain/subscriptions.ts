@@ -1,6 +1,7 @@
 import { NotFoundError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
 import { isWellFormedId, newId } from "./ids.js";
+import type { KeySealer } from "./key-sealing.js";
 import type { Subscription } from "./model.js";
 import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
 import type { SubscriptionStore } from "./ports.js";
@@ -27,6 +28,8 @@ export interface SubscriptionsDeps {
   signingKeyBits: number;
   /** How long the old key keeps signing after a rotation starts. */
   rotationGraceMs: number;
+  /** Private keys are stored sealed. */
+  sealer: KeySealer;
 }
 
 export const MAX_DESCRIPTION_LENGTH = 1000;
@@ -59,14 +62,16 @@ export class Subscriptions {
     assertDescription(input.description);
     const keys = await generateSigningKeyPair(this.deps.signingKeyBits);
     const now = new Date();
+    const id = newId("sub");
     const subscription: Subscription = {
-      id: newId("sub"),
+      id,
       clientId,
       event,
       url,
       description: input.description,
       enabled: true,
-      ...keys,
+      publicKeyPem: keys.publicKeyPem,
+      privateKeyPem: this.deps.sealer.seal(keys.privateKeyPem, id),
       createdAt: now,
       updatedAt: now,
     };
@@ -120,7 +125,7 @@ export class Subscriptions {
     return this.#save({
       ...current,
       nextPublicKeyPem: keys.publicKeyPem,
-      nextPrivateKeyPem: keys.privateKeyPem,
+      nextPrivateKeyPem: this.deps.sealer.seal(keys.privateKeyPem, current.id),
       rotationDeadline: new Date(now.getTime() + this.deps.rotationGraceMs),
       updatedAt: now,
     });

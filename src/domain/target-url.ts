@@ -19,6 +19,8 @@ export const MAX_URL_LENGTH = 2048;
 export function normaliseTargetUrl(raw: string, policy: TargetPolicy, field = "url"): string {
   if (raw.trim() === "") throw new ValidationError(`${field} is required: the https:// URL that receives notifications`, field);
   if (raw.length > MAX_URL_LENGTH) throw new ValidationError(`${field} is longer than ${MAX_URL_LENGTH} characters`, field);
+  // The URL parser silently drops tabs and newlines; a URL holding them was not meant as typed.
+  if (/[\s\p{Cc}]/u.test(raw)) throw new ValidationError(`${field} contains whitespace or control characters`, field);
   let url: URL;
   try {
     url = new URL(raw);

@@ -3,6 +3,7 @@ import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { hashApiKey } from "../../src/domain/api-keys.js";
 import { newId } from "../../src/domain/ids.js";
+import { KeySealer } from "../../src/domain/key-sealing.js";
 import { buildNotificationBody } from "../../src/domain/notification-body.js";
 import { generateSigningKeyPair, verifyBody } from "../../src/domain/signature.js";
 import { openStore } from "../../src/store/open-store.js";
@@ -61,6 +62,7 @@ for (const target of storeTargets()) {
     const keys = await generateSigningKeyPair(2048);
     const now = new Date();
     const subscriptionId = newId("sub");
+    const sealer = new KeySealer(config.signingMasterKey as Buffer);
     await opened.store.subscriptions.insert({
       id: subscriptionId,
       clientId: client.id,
@@ -68,7 +70,8 @@ for (const target of storeTargets()) {
       url: receiver.url,
       description: "",
       enabled: true,
-      ...keys,
+      publicKeyPem: keys.publicKeyPem,
+      privateKeyPem: sealer.seal(keys.privateKeyPem, subscriptionId),
       createdAt: now,
       updatedAt: now,
     });

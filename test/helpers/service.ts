@@ -19,6 +19,7 @@ export const FAST_TEST_ENV: Record<string, string> = {
   DELIVERY_TIMEOUT_MS: "2000",
   SHUTDOWN_GRACE_MS: "2000",
   SIGNING_KEY_BITS: "2048",
+  SIGNING_MASTER_KEY: "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
 };
 
 export interface TestService {

@@ -2,6 +2,7 @@ import test from "ava";
 import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { type OpenStore, openStore } from "../../src/store/open-store.js";
+import { FAST_TEST_ENV } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 import { storeContract } from "./store-contract.js";
 
@@ -14,7 +15,7 @@ for (const target of storeTargets()) {
   const ready = (async () => {
     const created = await target.create();
     cleanup = created.cleanup;
-    opened = await openStore(loadConfig(created.env).store, log);
+    opened = await openStore(loadConfig({ ...FAST_TEST_ENV, ...created.env }).store, log);
     return opened.store;
   })();
   // Keep an early failure from becoming an unhandled rejection before a test awaits it.
