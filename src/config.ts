@@ -27,6 +27,8 @@ export interface Config {
   autoDisableAfterMs?: number;
   /** How long the old signing key keeps signing after a rotation starts. */
   keyRotationGraceMs: number;
+  /** Per-caller API rate limit; undefined: none. */
+  rateLimit?: { perSecond: number; burst: number };
   allowPrivateTargets: boolean;
   allowHttpTargets: boolean;
   signingKeyBits: number;
@@ -97,6 +99,12 @@ function retryPolicy(env: Env): RetryPolicy {
   }
 }
 
+function rateLimit(env: Env): Pick<Config, "rateLimit"> {
+  const perSecond = integer(env, "RATE_LIMIT_PER_SECOND", 100, 0, 1_000_000);
+  if (perSecond === 0) return {};
+  return { rateLimit: { perSecond, burst: integer(env, "RATE_LIMIT_BURST", 2 * perSecond, 1, 10_000_000) } };
+}
+
 export function loadConfig(env: Env): Config {
   const policy = retryPolicy(env);
   if (!(policy.jitter >= 0 && policy.jitter < 1)) throw new ConfigError("RETRY_JITTER must be a number from 0 to below 1");
@@ -137,6 +145,7 @@ export function loadConfig(env: Env): Config {
     maxPayloadBytes: integer(env, "MAX_PAYLOAD_BYTES", 262_144, 1024, 16 * 1_048_576),
     ...(env.AUTO_DISABLE_AFTER === "off" ? {} : { autoDisableAfterMs: duration(env, "AUTO_DISABLE_AFTER", "5d") }),
     keyRotationGraceMs: duration(env, "KEY_ROTATION_GRACE", "24h"),
+    ...rateLimit(env),
     allowPrivateTargets: boolean(env, "ALLOW_PRIVATE_TARGETS", false),
     allowHttpTargets: boolean(env, "ALLOW_HTTP_TARGETS", false),
     signingKeyBits,

@@ -85,10 +85,10 @@ export async function startService(config: Config, log: Logger): Promise<Running
     });
 
     const handler = createRequestHandler({
-      routes: createRoutes({ directory, catalog, subscriptions, notifications, adminToken: config.adminToken }, [
-        createLoggingInterceptor(log),
-        createErrorInterceptor(log),
-      ]),
+      routes: createRoutes(
+        { directory, catalog, subscriptions, notifications, adminToken: config.adminToken, rateLimit: config.rateLimit },
+        [createLoggingInterceptor(log), createErrorInterceptor(log)],
+      ),
       services: SERVICES,
       maxBodyBytes: config.maxBodyBytes,
       isReady: () => ready,

@@ -82,7 +82,12 @@ export class RestGateway {
       const whole = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
       body = Buffer.from(JSON.stringify(whole[toJsonName(binding.responseBody)] ?? {}));
     }
-    res.writeHead(response.status, { "content-type": "application/json", "content-length": body.byteLength });
+    const retryAfter = response.header?.get("retry-after");
+    res.writeHead(response.status, {
+      "content-type": "application/json",
+      "content-length": body.byteLength,
+      ...(retryAfter ? { "retry-after": retryAfter } : {}),
+    });
     res.end(body);
   }
 

@@ -11,6 +11,7 @@ import { createClientService } from "./client-service.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createEventService } from "./event-service.js";
 import { createAdminAuthInterceptor, createClientAuthInterceptor } from "./interceptors.js";
+import { createRateLimitInterceptor, type RateLimit } from "./rate-limit.js";
 import { createSubscriptionService } from "./subscription-service.js";
 
 export interface ApiDeps {
@@ -19,6 +20,8 @@ export interface ApiDeps {
   subscriptions: Subscriptions;
   notifications: Notifications;
   adminToken: string | undefined;
+  /** Per-caller limit; undefined: none. */
+  rateLimit: RateLimit | undefined;
 }
 
 /** Every service the port serves; the REST gateway reads their annotations. */
@@ -30,8 +33,9 @@ export const SERVICES = [SubscriptionService, DeliveryService, EventService, Cli
  * interceptors with service-level ones, so both are listed here.
  */
 export function createRoutes(deps: ApiDeps, common: Interceptor[]): (router: ConnectRouter) => void {
-  const asClient = { interceptors: [...common, createClientAuthInterceptor(deps.directory)] };
-  const asAdmin = { interceptors: [...common, createAdminAuthInterceptor(deps.adminToken)] };
+  const limited = deps.rateLimit ? [createRateLimitInterceptor(deps.rateLimit)] : [];
+  const asClient = { interceptors: [...common, createClientAuthInterceptor(deps.directory), ...limited] };
+  const asAdmin = { interceptors: [...common, createAdminAuthInterceptor(deps.adminToken), ...limited] };
   return (router) => {
     router.service(SubscriptionService, createSubscriptionService(deps), asClient);
     router.service(DeliveryService, createDeliveryService(deps), asClient);
