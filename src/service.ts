@@ -61,7 +61,10 @@ export async function startService(config: Config, log: Logger): Promise<Running
         retryPolicy: config.retryPolicy,
         pollIntervalMs: config.schedulerPollMs,
         concurrency: config.deliveryConcurrency,
-        lockLifetimeMs: 2 * config.deliveryTimeoutMs + 30_000,
+        // Longer than any attempt (timeout plus store writes), so a second
+        // worker never runs one twice; short enough that a crashed worker's
+        // jobs come back soon.
+        lockLifetimeMs: Math.max(2 * config.deliveryTimeoutMs, config.deliveryTimeoutMs + 10_000),
         sweepIntervalMs: 60_000,
         name: `webhooks-${process.pid}`,
       },

@@ -8,9 +8,11 @@ export interface ReceivedRequest {
   /** The raw body bytes as sent, decoded as UTF-8. */
   body: string;
   at: number;
+  /** The status this receiver answered with. */
+  status?: number;
 }
 
-export type Responder = (request: ReceivedRequest) => { status: number; headers?: Record<string, string>; body?: string };
+export type Responder = (request: ReceivedRequest) => { status: number; headers?: Record<string, string>; body?: string; delayMs?: number };
 
 /** A real HTTP receiver on 127.0.0.1 recording every notification. */
 export class Receiver {
@@ -29,7 +31,7 @@ export class Receiver {
         const chunks: Buffer[] = [];
         req.on("data", (chunk: Buffer) => chunks.push(chunk));
         req.on("end", () => {
-          const request = {
+          const request: ReceivedRequest = {
             method: req.method ?? "",
             path: req.url ?? "",
             headers: req.headers,
@@ -38,9 +40,14 @@ export class Receiver {
           };
           receiver.requests.push(request);
           const answer = receiver.respond(request);
-          res.writeHead(answer.status, answer.headers);
-          res.end(answer.body ?? "");
-          for (const wake of receiver.#waiters.splice(0)) wake();
+          request.status = answer.status;
+          const reply = () => {
+            res.writeHead(answer.status, answer.headers);
+            res.end(answer.body ?? "");
+            for (const wake of receiver.#waiters.splice(0)) wake();
+          };
+          if (answer.delayMs) setTimeout(reply, answer.delayMs);
+          else reply();
         });
       }),
     );

@@ -1,0 +1,39 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { FAST_TEST_ENV } from "./service.js";
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  baseUrl: string;
+}
+
+/** The service as its own process (`src/main.ts`), for tests that kill it. */
+export async function spawnService(env: Record<string, string>): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    env: { ...process.env, ...FAST_TEST_ENV, LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the service did not start within 60 s")), 60_000);
+    child.once("exit", (code) => reject(new Error(`the service exited with ${code} before listening`)));
+    lines.on("line", (line) => {
+      const entry = JSON.parse(line) as { msg?: string; port?: number };
+      if (entry.msg === "webhook service listening" && entry.port) {
+        clearTimeout(timer);
+        resolve(entry.port);
+      }
+    });
+  });
+  // Keep draining the log so the child never blocks on a full pipe.
+  lines.on("line", () => {});
+  return { child, baseUrl: `http://127.0.0.1:${port}` };
+}
+
+export function kill(service: ServiceProcess, signal: NodeJS.Signals): Promise<void> {
+  return new Promise((resolve) => {
+    if (service.child.exitCode !== null || service.child.signalCode !== null) return resolve();
+    service.child.once("exit", () => resolve());
+    service.child.kill(signal);
+  });
+}
