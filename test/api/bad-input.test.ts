@@ -10,7 +10,8 @@ let cleanup: () => Promise<void>;
 
 test.before(async () => {
   const store = await (pglite as NonNullable<typeof pglite>).create();
-  running = await startTestService({ ...store.env, MAX_BODY_BYTES: "65536" });
+  // Production target rules: no private addresses, no plain http.
+  running = await startTestService({ ...store.env, MAX_BODY_BYTES: "65536", ALLOW_PRIVATE_TARGETS: "false", ALLOW_HTTP_TARGETS: "false" });
   receiver = await Receiver.start();
   cleanup = store.cleanup;
 });
@@ -89,7 +90,8 @@ for (const [name, event] of [
 
 for (const [name, url, message] of [
   ["missing", undefined, /url is required/],
-  ["garbage", "not a url", /not an absolute URL/],
+  ["garbage", "not-a-url", /not an absolute URL/],
+  ["spaces", "https://exa mple.com/hook", /whitespace/],
   ["ftp scheme", "ftp://example.com/hook", /must use https/],
   ["javascript scheme", "javascript:alert(1)", /must use https/],
   ["credentials", "https://user:pass@example.com/hook", /credentials/],
@@ -105,6 +107,58 @@ for (const [name, url, message] of [
     );
   });
 }
+
+const SSRF_URLS = [
+  "http://hooks.example.com/plain-http",
+  "https://127.0.0.1/",
+  "https://localhost/",
+  "https://kubernetes/",
+  "https://2130706433/",
+  "https://0x7f000001/",
+  "https://0177.0.0.1/",
+  "https://0.0.0.0/",
+  "https://10.0.0.1/",
+  "https://172.16.5.4/",
+  "https://192.168.0.10/",
+  "https://100.64.0.1/",
+  "https://169.254.169.254/latest/meta-data/",
+  "https://198.18.0.1/",
+  "https://192.0.0.1/",
+  "https://240.0.0.1/",
+  "https://224.0.0.1/",
+  "https://255.255.255.255/",
+  "https://[::1]/",
+  "https://[::]/",
+  "https://[fc00::1]/",
+  "https://[fe80::1]/",
+  "https://[fec0::1]/",
+  "https://[::ffff:127.0.0.1]/",
+  "https://[::ffff:a9fe:a9fe]/",
+  "https://[64:ff9b::a00:1]/",
+  "https://[2002:c0a8:1::]/",
+  "https://user:secret@hooks.example.com/",
+];
+
+for (const url of SSRF_URLS) {
+  test(`a target the service must never call is refused at creation: ${url}`, async (t) => {
+    await expectError(t, await rest(running.baseUrl, "POST", SUBSCRIBE, { event: "Order.Created", url }), 400, "invalid_argument", /url/);
+    const listed = await rest(running.baseUrl, "GET", SUBSCRIBE);
+    t.false(
+      (listed.json.subscriptions as Array<{ url: string }>).some((s) => s.url.includes(new URL(url).hostname)),
+      "nothing stored",
+    );
+  });
+}
+
+test("invalid UTF-8 in the body: 400", async (t) => {
+  const response = await fetch(`${running.baseUrl}${SUBSCRIBE}`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: Buffer.from([0x7b, 0x22, 0x65, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
+  });
+  t.is(response.status, 400);
+  t.regex(((await response.json()) as { message: string }).message, /UTF-8/);
+});
 
 test("a wrong type where a string belongs (operator injection): 400", async (t) => {
   await expectError(

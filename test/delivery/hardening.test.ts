@@ -47,6 +47,20 @@ test.serial("a receiver answering 410 Gone disables the subscription and gets no
   t.regex(state.json.disabledReason as string, /410 Gone/);
 });
 
+test.serial("a hung receiver does not hold up other subscriptions", async (t) => {
+  const owner = await createClient(running.baseUrl, "Neighbours");
+  const hung = await Receiver.start(() => ({ status: 200, delayMs: 60_000 }));
+  const healthy = await Receiver.start();
+  t.teardown(() => Promise.all([hung.close(), healthy.close()]));
+  await rest(running.baseUrl, "POST", "/api/webhookSubscription", { event: "Customer.Created", url: hung.url }, owner.auth);
+  await rest(running.baseUrl, "POST", "/api/webhookSubscription", { event: "Customer.Created", url: healthy.url }, owner.auth);
+  const started = Date.now();
+  for (let i = 0; i < 5; i++) await publish({ clientId: owner.id, event: "Customer.Created", payload: { CustomerId: `c${i}` } });
+  await healthy.waitFor(5, 10_000);
+  t.true(Date.now() - started < 1500, `healthy deliveries took ${Date.now() - started} ms next to a hung receiver`);
+  await hung.waitFor(1);
+});
+
 test.serial("hostile publish payloads are refused and nothing is stored", async (t) => {
   const owner = await createClient(running.baseUrl, "Hostile Inc");
   const receiver = await Receiver.start();
