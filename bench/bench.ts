@@ -1,0 +1,288 @@
+/**
+ * `npm run bench [-- --quick] [-- --json]`: throughput, latency, retry storm
+ * and backlog figures for each available store, next to the machine's ceiling
+ * (a bare sign-and-POST loop to the same receiver). Prints figures; asserts nothing.
+ */
+import { type ChildProcess, fork, spawn } from "node:child_process";
+import { createPrivateKey, generateKeyPairSync, sign } from "node:crypto";
+import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { Agent } from "undici";
+import { steadyRate, summarise } from "./stats.js";
+
+const quick = process.argv.includes("--quick");
+const asJson = process.argv.includes("--json");
+const ADMIN = "bench-admin-token-0123456789";
+const MASTER = "ab".repeat(32);
+const SIZE = quick
+  ? { ceiling: 2000, events: 150, fanOut: 10, latencySeconds: 4, stormSeconds: 4, backlog: 10_000 }
+  : { ceiling: 20_000, events: 1500, fanOut: 10, latencySeconds: 20, stormSeconds: 20, backlog: 100_000 };
+
+interface Row {
+  store: string;
+  figure: string;
+  value: number;
+  unit: string;
+  target?: string;
+}
+const rows: Row[] = [];
+const report = (row: Row) => {
+  rows.push(row);
+  if (!asJson) console.error(`  ${row.store.padEnd(9)} ${row.figure.padEnd(46)} ${fmt(row.value).padStart(10)} ${row.unit.padEnd(8)} ${row.target ?? ""}`);
+};
+const fmt = (n: number) => (Number.isFinite(n) ? (n >= 100 ? Math.round(n).toString() : n.toFixed(1)) : "n/a");
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function child(script: string): Promise<{ process: ChildProcess; ready: Record<string, unknown> }> {
+  const proc = fork(join(import.meta.dirname, script), [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  return new Promise((resolve) => proc.once("message", (ready) => resolve({ process: proc, ready: ready as Record<string, unknown> })));
+}
+
+function ask<T>(proc: ChildProcess, message: object, reply: string): Promise<T> {
+  return new Promise((resolve) => {
+    const onMessage = (m: { type: string }) => {
+      if (m.type === reply) {
+        proc.off("message", onMessage);
+        resolve(m as T);
+      }
+    };
+    proc.on("message", onMessage);
+    proc.send(message);
+  });
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function json(base: string, method: string, path: string, body: unknown, token: string) {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const data = (await response.json()) as Record<string, unknown>;
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(data)}`);
+  return data;
+}
+
+interface ReceiverReport {
+  records: { subscription: string; at: number; latencyMs: number }[];
+  unsigned: number;
+  requests: number;
+}
+
+/** The ceiling: sign and POST the same kind of body, no store, no scheduler. */
+async function ceiling(receiver: ChildProcess, receiverPort: number): Promise<number> {
+  const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs8", format: "pem" } });
+  receiver.send({ type: "keys", keys: { ceiling: publicKey } });
+  receiver.send({ type: "reset" });
+  const key = createPrivateKey(privateKey);
+  const agent = new Agent({ connections: 64 });
+  let next = 0;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < SIZE.ceiling) {
+      const seq = next++;
+      const body = JSON.stringify({ Event: "Bench.Tick", Timestamp: new Date().toISOString(), SentAt: Date.now(), Seq: seq });
+      const response = await agent.request({
+        origin: `http://127.0.0.1:${receiverPort}`,
+        path: "/s/ceiling",
+        method: "POST",
+        headers: { "content-type": "application/json", "X-Signature": sign("sha256", Buffer.from(body), key).toString("base64"), "X-JobId": `c${seq}`, "X-JobAttempt": "0" },
+        body,
+      });
+      await response.body.dump();
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, worker));
+  const rate = (SIZE.ceiling * 1000) / (performance.now() - started);
+  await agent.close();
+  return rate;
+}
+
+async function directorySize(path: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(path, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) total += (await stat(join(entry.parentPath, entry.name))).size;
+  }
+  return total;
+}
+
+async function rss(pid: number): Promise<number> {
+  const { readFile } = await import("node:fs/promises");
+  const status = await readFile(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024;
+}
+
+async function runStore(store: string, env: Record<string, string>, storeSize: () => Promise<number>, receiver: ChildProcess, receiverPort: number) {
+  const port = await freePort();
+  const service = spawn(process.execPath, ["dist/main.js"], {
+    env: {
+      ...process.env,
+      ...env,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      ADMIN_TOKEN: ADMIN,
+      SIGNING_MASTER_KEY: MASTER,
+      ALLOW_PRIVATE_TARGETS: "true",
+      ALLOW_HTTP_TARGETS: "true",
+      RETRY_SCHEDULE: "1s,2s,4s,8s,16s",
+      RATE_LIMIT_PER_SECOND: "0",
+      LOG_LEVEL: "warn",
+    },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    for (let i = 0; ; i++) {
+      if ((await fetch(`${base}/healthz`).catch(() => undefined))?.ok) break;
+      if (i > 600) throw new Error("service did not start");
+      await sleep(100);
+    }
+    const created = await json(base, "POST", "/api/internal/clients", { name: "bench" }, ADMIN);
+    const clientId = (created.client as { id: string }).id;
+    const key = (created.apiKey as { key: string }).key;
+    const subscribe = async (event: string, count: number, tag: string) => {
+      await json(base, "POST", "/api/internal/eventTypes", { name: event, description: "benchmark" }, ADMIN);
+      const ids: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const path = `${tag}${i}`;
+        const sub = await json(base, "POST", "/api/webhookSubscription", { event, url: `http://127.0.0.1:${receiverPort}/s/${path}` }, key);
+        receiver.send({ type: "keys", keys: { [path]: sub.signatureKey as string } });
+        ids.push(path);
+      }
+      return ids;
+    };
+    const publisher = await child("publisher.ts");
+    const publish = (event: string, count: number, rate: number, concurrency: number) =>
+      ask<{ notifications: number; errors: number; durationMs: number }>(
+        publisher.process,
+        { type: "run", port, adminToken: ADMIN, clientId, event, count, rate, concurrency },
+        "done",
+      );
+    const collect = async (expected: number, timeoutMs: number) => {
+      const deadline = Date.now() + timeoutMs;
+      let last: ReceiverReport;
+      do {
+        await sleep(250);
+        last = await ask<ReceiverReport>(receiver, { type: "report" }, "report");
+      } while (last.records.length < expected && Date.now() < deadline);
+      return last;
+    };
+
+    // (a) sustained throughput
+    await subscribe("Bench.Throughput", SIZE.fanOut, "t");
+    receiver.send({ type: "reset" });
+    const sent = await publish("Bench.Throughput", SIZE.events, 0, 4);
+    const a = await collect(sent.notifications, 300_000);
+    const delivered = steadyRate(a.records.map((r) => r.at));
+    report({ store, figure: "(a) delivered notifications/s (steady)", value: delivered, unit: "/s" });
+    report({ store, figure: "(a) accepted notifications/s (publish side)", value: (sent.notifications * 1000) / sent.durationMs, unit: "/s" });
+    report({ store, figure: "(a) lost / unsigned", value: sent.notifications - a.records.length + a.unsigned, unit: "", target: "0" });
+    rows.push({ store, figure: "(a) delivered notifications", value: a.records.length, unit: "" });
+
+    // (b) latency at a fixed offered rate
+    await subscribe("Bench.Latency", 1, "l");
+    receiver.send({ type: "reset" });
+    const rate = 200;
+    const b1 = await publish("Bench.Latency", rate * SIZE.latencySeconds, rate, 16);
+    const b = summarise((await collect(b1.notifications, 60_000)).records.map((r) => r.latencyMs));
+    report({ store, figure: `(b) p50 publish→receipt at ${rate}/s`, value: b.p50, unit: "ms" });
+    report({ store, figure: `(b) p95 publish→receipt at ${rate}/s`, value: b.p95, unit: "ms" });
+    report({ store, figure: `(b) p99 publish→receipt at ${rate}/s`, value: b.p99, unit: "ms", target: "≤ 50 ms" });
+
+    // (c) retry storm: 30% of subscriptions answer 500
+    const storm = await subscribe("Bench.Storm", 10, "c");
+    receiver.send({ type: "reset" });
+    receiver.send({ type: "failing", failing: storm.slice(0, 3) });
+    const c1 = await publish("Bench.Storm", 20 * SIZE.stormSeconds, 20, 8);
+    const c = summarise((await collect((c1.notifications * 7) / 10, 60_000)).records.map((r) => r.latencyMs));
+    report({ store, figure: "(c) healthy p99 during a retry storm", value: c.p99, unit: "ms" });
+    report({ store, figure: "(c) storm p99 / calm p99", value: c.p99 / b.p99, unit: "×", target: "≤ 2×" });
+
+    // (d) backlog: notifications accepted and held pending
+    const sizeBefore = await storeSize();
+    const backlog = await subscribe("Bench.Backlog", 100, "d");
+    receiver.send({ type: "reset" });
+    receiver.send({ type: "hold", held: backlog });
+    const d1 = await publish("Bench.Backlog", SIZE.backlog / 100, 0, 4);
+    await sleep(2000);
+    report({ store, figure: `(d) RSS with ${d1.notifications} pending`, value: await rss(service.pid as number), unit: "MB", target: "< 300 MB" });
+    report({ store, figure: "(d) store bytes per pending notification", value: ((await storeSize()) - sizeBefore) / d1.notifications, unit: "B" });
+    report({ store, figure: "(d) backlog accepted/s", value: (d1.notifications * 1000) / d1.durationMs, unit: "/s" });
+    rows.push({ store, figure: "(a) ratio to ceiling", value: delivered / (rows.find((r) => r.figure.startsWith("ceiling"))?.value ?? Number.NaN), unit: "" });
+    publisher.process.kill();
+  } finally {
+    service.kill("SIGKILL");
+  }
+}
+
+async function main() {
+  if (!asJson) console.error(`webhook service benchmark (${quick ? "quick" : "full"}), ${new Date().toISOString()}`);
+  const receiver = await child("receiver.ts");
+  const receiverPort = receiver.ready.port as number;
+  const bare = await ceiling(receiver.process, receiverPort);
+  report({ store: "machine", figure: "ceiling: bare sign+POST loop", value: bare, unit: "/s" });
+
+  const stores: Array<[string, () => Promise<{ env: Record<string, string>; size: () => Promise<number>; done: () => Promise<void> }>]> = [
+    [
+      "pglite",
+      async () => {
+        const dir = await mkdtemp(join(tmpdir(), "wh-bench-"));
+        return { env: { DATA_DIR: dir }, size: () => directorySize(dir), done: () => rm(dir, { recursive: true, force: true }) };
+      },
+    ],
+  ];
+  if (process.env.POSTGRES_URL) {
+    const adminUrl = process.env.POSTGRES_URL;
+    stores.push([
+      "postgres",
+      async () => {
+        const name = `wh_bench_${Date.now()}`;
+        const admin = new pg.Client({ connectionString: adminUrl });
+        await admin.connect();
+        await admin.query(`CREATE DATABASE ${name}`);
+        const url = new URL(adminUrl);
+        url.pathname = `/${name}`;
+        return {
+          env: { DATABASE_URL: url.toString() },
+          size: async () => Number((await admin.query(`SELECT pg_database_size('${name}') AS size`)).rows[0].size),
+          done: async () => {
+            await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+            await admin.end();
+          },
+        };
+      },
+    ]);
+  } else if (!asJson) console.error("  (POSTGRES_URL not set: PostgreSQL skipped)");
+  if (!process.env.MONGODB_URL && !asJson) console.error("  (MONGODB_URL not set: MongoDB skipped)");
+
+  for (const [name, prepare] of stores) {
+    const prepared = await prepare();
+    try {
+      await runStore(name, prepared.env, prepared.size, receiver.process, receiverPort);
+      const delivered = rows.find((r) => r.store === name && r.figure.startsWith("(a) delivered notifications/s"))?.value ?? Number.NaN;
+      report({ store: name, figure: "(a) service / ceiling", value: (100 * delivered) / bare, unit: "%", target: "≥ 50%" });
+    } finally {
+      await prepared.done();
+    }
+  }
+  receiver.process.kill();
+  if (asJson) console.log(JSON.stringify({ quick, at: new Date().toISOString(), rows }, null, 2));
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
