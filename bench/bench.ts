@@ -14,6 +14,8 @@ import { Agent } from "undici";
 import { steadyRate, summarise } from "./stats.js";
 
 const quick = process.argv.includes("--quick");
+/** `--only=a` runs the throughput scenario alone (for profiling). */
+const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
 const asJson = process.argv.includes("--json");
 const ADMIN = "bench-admin-token-0123456789";
 const MASTER = "ab".repeat(32);
@@ -124,7 +126,9 @@ async function rss(pid: number): Promise<number> {
 
 async function runStore(store: string, env: Record<string, string>, storeSize: () => Promise<number>, receiver: ChildProcess, receiverPort: number) {
   const port = await freePort();
-  const service = spawn(process.execPath, ["dist/main.js"], {
+  // BENCH_CPU_PROFILE=dir writes the service's V8 CPU profile there (node --cpu-prof).
+  const profile = process.env.BENCH_CPU_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : [];
+  const service = spawn(process.execPath, [...profile, "dist/main.js"], {
     env: {
       ...process.env,
       ...env,
@@ -189,6 +193,7 @@ async function runStore(store: string, env: Record<string, string>, storeSize: (
     report({ store, figure: "(a) lost / unsigned", value: sent.notifications - a.records.length + a.unsigned, unit: "", target: "0" });
     rows.push({ store, figure: "(a) delivered notifications", value: a.records.length, unit: "" });
 
+    if (only === "a") return;
     // (b) latency at a fixed offered rate
     await subscribe("Bench.Latency", 1, "l");
     receiver.send({ type: "reset" });
@@ -221,6 +226,9 @@ async function runStore(store: string, env: Record<string, string>, storeSize: (
     rows.push({ store, figure: "(a) ratio to ceiling", value: delivered / (rows.find((r) => r.figure.startsWith("ceiling"))?.value ?? Number.NaN), unit: "" });
     publisher.process.kill();
   } finally {
+    const exited = new Promise((resolve) => service.once("exit", resolve));
+    service.kill("SIGTERM");
+    await Promise.race([exited, sleep(15_000)]);
     service.kill("SIGKILL");
   }
 }

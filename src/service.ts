@@ -58,6 +58,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
       {
         backend: opened.agendaBackend,
         ...(opened.notificationChannel ? { notificationChannel: opened.notificationChannel } : {}),
+        ...(opened.insertDueJobs ? { insertDueJobs: opened.insertDueJobs } : {}),
         retryPolicy: config.retryPolicy,
         pollIntervalMs: config.schedulerPollMs,
         concurrency: config.deliveryConcurrency,

@@ -1,4 +1,4 @@
-import { Agenda, type AgendaBackend, type Job, type JobRepository, type NotificationChannel } from "agenda";
+import { Agenda, type AgendaBackend, type Job, type JobId, type JobRepository, type NotificationChannel } from "agenda";
 import type { Logger } from "pino";
 import type { DeliveryQueue, NotificationStore } from "../domain/ports.js";
 import { type RetryPolicy, retryDelay } from "../domain/retry-policy.js";
@@ -6,6 +6,7 @@ import type { DeliveryWorker } from "./delivery-worker.js";
 
 export const DELIVER_JOB = "deliver-notification";
 const INTERRUPTED_SAVE_WAIT_MS = 5_000;
+const PARALLEL_WAKEUPS = 4;
 
 interface DeliverJobData {
   notificationId: string;
@@ -34,6 +35,8 @@ export interface DeliverySchedulerOptions {
   /** How often accepted-but-unqueued notifications are looked for. */
   sweepIntervalMs: number;
   name: string;
+  /** Where the store can insert many due jobs in one statement (PostgreSQL). */
+  insertDueJobs?: (name: string, data: readonly object[], lastModifiedBy: string) => Promise<string[]>;
 }
 
 /**
@@ -42,6 +45,7 @@ export interface DeliverySchedulerOptions {
  */
 export class DeliveryScheduler implements DeliveryQueue {
   readonly #agenda: Agenda;
+  readonly #channel: NotificationChannel | undefined;
   #sweepTimer: NodeJS.Timeout | undefined;
   #stopping = false;
   /** Attempts started and not yet saved by Agenda. */
@@ -52,6 +56,7 @@ export class DeliveryScheduler implements DeliveryQueue {
     private readonly options: DeliverySchedulerOptions,
     private readonly deps: { worker: DeliveryWorker; notifications: NotificationStore; log: Logger },
   ) {
+    this.#channel = wakeupsOnly(options.notificationChannel ?? options.backend.notificationChannel).notificationChannel;
     this.#agenda = new Agenda({
       backend: options.backend,
       name: options.name,
@@ -62,7 +67,7 @@ export class DeliveryScheduler implements DeliveryQueue {
       defaultLockLimit: options.concurrency * 2,
       defaultLockLifetime: options.lockLifetimeMs,
       removeOnComplete: true,
-      ...(options.notificationChannel ? { notificationChannel: options.notificationChannel } : {}),
+      ...(this.#channel ? { notificationChannel: this.#channel } : {}),
     });
     this.#agenda.db = guardLocks(this.#agenda.db, () => this.#stopping);
     this.#agenda.on("error", (err) => deps.log.error({ err }, "scheduler error"));
@@ -102,7 +107,32 @@ export class DeliveryScheduler implements DeliveryQueue {
   }
 
   async enqueue(notificationIds: string[]): Promise<void> {
-    await Promise.all(notificationIds.map((notificationId) => this.#agenda.now<DeliverJobData>(DELIVER_JOB, { notificationId })));
+    const { insertDueJobs, name } = this.options;
+    if (insertDueJobs) {
+      const data: DeliverJobData[] = notificationIds.map((notificationId) => ({ notificationId }));
+      const jobIds = await insertDueJobs(DELIVER_JOB, data, name);
+      // Agenda locks jobs one round trip at a time per wake-up; a few
+      // wake-ups per batch let a few lock chains run side by side.
+      if (this.#channel?.state === "connected") {
+        const now = new Date();
+        await Promise.all(
+          jobIds
+            .slice(0, PARALLEL_WAKEUPS)
+            .map((id) =>
+              this.#channel?.publish({
+                jobId: id as unknown as JobId,
+                jobName: DELIVER_JOB,
+                nextRunAt: now,
+                priority: 0,
+                timestamp: now,
+                source: name,
+              }),
+            ),
+        );
+      }
+    } else {
+      await Promise.all(notificationIds.map((notificationId) => this.#agenda.now<DeliverJobData>(DELIVER_JOB, { notificationId })));
+    }
     await this.deps.notifications.markScheduled(notificationIds);
   }
 
@@ -170,4 +200,21 @@ function guardLocks(repository: JobRepository, isStopping: () => boolean): JobRe
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
+}
+
+/**
+ * The channel for "a job is due" wake-ups only. Agenda would also publish
+ * every job's start/success/complete through it (three NOTIFY round trips
+ * per delivery on PostgreSQL) for listeners we don't have.
+ */
+function wakeupsOnly(channel: NotificationChannel | undefined): { notificationChannel?: NotificationChannel } {
+  if (!channel) return {};
+  const proxy = new Proxy(channel, {
+    get(target, property) {
+      if (property === "publishState" || property === "subscribeState") return undefined;
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { notificationChannel: proxy };
 }

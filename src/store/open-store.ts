@@ -6,6 +6,7 @@ import pg from "pg";
 import type { Logger } from "pino";
 import type { Store } from "../domain/ports.js";
 import { createMongoStore, ensureMongoIndexes } from "./mongo/mongo-store.js";
+import { createPostgresJobBatcher } from "./postgres/agenda-jobs.js";
 import { startEmbeddedPostgres } from "./postgres/embedded-pglite.js";
 import { createPostgresStore } from "./postgres/postgres-store.js";
 import { migrate } from "./postgres/schema.js";
@@ -22,12 +23,14 @@ export interface OpenStore {
   agendaBackend: AgendaBackend;
   /** Set where the backend's own channel can't reach this process's scheduler. */
   notificationChannel?: NotificationChannel;
+  /** Inserts many due Agenda jobs at once, where the backend allows it. */
+  insertDueJobs?: (name: string, data: readonly object[], lastModifiedBy: string) => Promise<string[]>;
   /** For logs: which store, never credentials. */
   description: string;
   close(): Promise<void>;
 }
 
-const POOL_SIZE = 10;
+const POOL_SIZE = Number(process.env.DATABASE_POOL_SIZE ?? 10);
 /**
  * PGlite is one session. pglite-socket can multiplex several connections onto
  * it, but interleaves their extended-protocol messages under load ("bind
@@ -110,6 +113,7 @@ async function openPostgres(
   return {
     store: createPostgresStore(pool),
     agendaBackend: new PostgresBackend({ pool }),
+    insertDueJobs: createPostgresJobBatcher(pool),
     ...(notificationChannel ? { notificationChannel } : {}),
     description,
     close: () => pool.end(),
