@@ -33,13 +33,19 @@ interface Row {
 const rows: Row[] = [];
 const report = (row: Row) => {
   rows.push(row);
-  if (!asJson) console.error(`  ${row.store.padEnd(9)} ${row.figure.padEnd(46)} ${fmt(row.value).padStart(10)} ${row.unit.padEnd(8)} ${row.target ?? ""}`);
+  if (!asJson)
+    console.error(
+      `  ${row.store.padEnd(9)} ${row.figure.padEnd(46)} ${fmt(row.value).padStart(10)} ${row.unit.padEnd(8)} ${row.target ?? ""}`,
+    );
 };
 const fmt = (n: number) => (Number.isFinite(n) ? (n >= 100 ? Math.round(n).toString() : n.toFixed(1)) : "n/a");
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function child(script: string): Promise<{ process: ChildProcess; ready: Record<string, unknown> }> {
-  const proc = fork(join(import.meta.dirname, script), [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const proc = fork(join(import.meta.dirname, script), [], {
+    execArgv: ["--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   return new Promise((resolve) => proc.once("message", (ready) => resolve({ process: proc, ready: ready as Record<string, unknown> })));
 }
 
@@ -83,7 +89,11 @@ interface ReceiverReport {
 
 /** The ceiling: sign and POST the same kind of body, no store, no scheduler. */
 async function ceiling(receiver: ChildProcess, receiverPort: number): Promise<number> {
-  const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs8", format: "pem" } });
+  const { publicKey, privateKey } = generateKeyPairSync("rsa", {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: "spki", format: "pem" },
+    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+  });
   receiver.send({ type: "keys", keys: { ceiling: publicKey } });
   receiver.send({ type: "reset" });
   const key = createPrivateKey(privateKey);
@@ -98,7 +108,12 @@ async function ceiling(receiver: ChildProcess, receiverPort: number): Promise<nu
         origin: `http://127.0.0.1:${receiverPort}`,
         path: "/s/ceiling",
         method: "POST",
-        headers: { "content-type": "application/json", "X-Signature": sign("sha256", Buffer.from(body), key).toString("base64"), "X-JobId": `c${seq}`, "X-JobAttempt": "0" },
+        headers: {
+          "content-type": "application/json",
+          "X-Signature": sign("sha256", Buffer.from(body), key).toString("base64"),
+          "X-JobId": `c${seq}`,
+          "X-JobAttempt": "0",
+        },
         body,
       });
       await response.body.dump();
@@ -124,7 +139,13 @@ async function rss(pid: number): Promise<number> {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024;
 }
 
-async function runStore(store: string, env: Record<string, string>, storeSize: () => Promise<number>, receiver: ChildProcess, receiverPort: number) {
+async function runStore(
+  store: string,
+  env: Record<string, string>,
+  storeSize: () => Promise<number>,
+  receiver: ChildProcess,
+  receiverPort: number,
+) {
   const port = await freePort();
   // BENCH_CPU_PROFILE=dir writes the service's V8 CPU profile there (node --cpu-prof).
   const profile = process.env.BENCH_CPU_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : [];
@@ -189,7 +210,12 @@ async function runStore(store: string, env: Record<string, string>, storeSize: (
     const a = await collect(sent.notifications, 300_000);
     const delivered = steadyRate(a.records.map((r) => r.at));
     report({ store, figure: "(a) delivered notifications/s (steady)", value: delivered, unit: "/s" });
-    report({ store, figure: "(a) accepted notifications/s (publish side)", value: (sent.notifications * 1000) / sent.durationMs, unit: "/s" });
+    report({
+      store,
+      figure: "(a) accepted notifications/s (publish side)",
+      value: (sent.notifications * 1000) / sent.durationMs,
+      unit: "/s",
+    });
     report({ store, figure: "(a) lost / unsigned", value: sent.notifications - a.records.length + a.unsigned, unit: "", target: "0" });
     rows.push({ store, figure: "(a) delivered notifications", value: a.records.length, unit: "" });
 
@@ -220,10 +246,26 @@ async function runStore(store: string, env: Record<string, string>, storeSize: (
     receiver.send({ type: "hold", held: backlog });
     const d1 = await publish("Bench.Backlog", SIZE.backlog / 100, 0, 4);
     await sleep(2000);
-    report({ store, figure: `(d) RSS with ${d1.notifications} pending`, value: await rss(service.pid as number), unit: "MB", target: "< 300 MB" });
-    report({ store, figure: "(d) store bytes per pending notification", value: ((await storeSize()) - sizeBefore) / d1.notifications, unit: "B" });
+    report({
+      store,
+      figure: `(d) RSS with ${d1.notifications} pending`,
+      value: await rss(service.pid as number),
+      unit: "MB",
+      target: "< 300 MB",
+    });
+    report({
+      store,
+      figure: "(d) store bytes per pending notification",
+      value: ((await storeSize()) - sizeBefore) / d1.notifications,
+      unit: "B",
+    });
     report({ store, figure: "(d) backlog accepted/s", value: (d1.notifications * 1000) / d1.durationMs, unit: "/s" });
-    rows.push({ store, figure: "(a) ratio to ceiling", value: delivered / (rows.find((r) => r.figure.startsWith("ceiling"))?.value ?? Number.NaN), unit: "" });
+    rows.push({
+      store,
+      figure: "(a) ratio to ceiling",
+      value: delivered / (rows.find((r) => r.figure.startsWith("ceiling"))?.value ?? Number.NaN),
+      unit: "",
+    });
     publisher.process.kill();
   } finally {
     const exited = new Promise((resolve) => service.once("exit", resolve));

@@ -24,7 +24,11 @@ process.on("message", async (run: Run) => {
   metadata.set("authorization", `Bearer ${run.adminToken}`);
   const publish = (seq: number) =>
     new Promise<number>((resolve) => {
-      const request = create(PublishEventRequestSchema, { clientId: run.clientId, event: run.event, payload: { SentAt: Date.now(), Seq: seq } });
+      const request = create(PublishEventRequestSchema, {
+        clientId: run.clientId,
+        event: run.event,
+        payload: { SentAt: Date.now(), Seq: seq },
+      });
       client.makeUnaryRequest(
         "/webhooks.v1.EventService/PublishEvent",
         (m: typeof request) => Buffer.from(toBinary(PublishEventRequestSchema, m)),

@@ -3,7 +3,7 @@
  * answers 500 for the subscriptions told to fail, and records receipt times
  * and publish→receipt latency (the publisher puts `SentAt` in the payload).
  */
-import { type KeyObject, createPublicKey, verify } from "node:crypto";
+import { createPublicKey, type KeyObject, verify } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 

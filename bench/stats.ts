@@ -7,7 +7,13 @@ export function percentile(sorted: readonly number[], p: number): number {
 
 export function summarise(values: readonly number[]): { count: number; p50: number; p95: number; p99: number; max: number } {
   const sorted = [...values].sort((a, b) => a - b);
-  return { count: sorted.length, p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN };
+  return {
+    count: sorted.length,
+    p50: percentile(sorted, 50),
+    p95: percentile(sorted, 95),
+    p99: percentile(sorted, 99),
+    max: sorted.at(-1) ?? Number.NaN,
+  };
 }
 
 /** Rate over the steady part: the middle 80% of arrival times. */

@@ -64,7 +64,7 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
 function storeConfig(env: Env): StoreConfig {
   const url = env.DATABASE_URL;
   if (!url) return { kind: "embedded", dataDir: resolve(env.DATA_DIR || "./data") };
-  if (/^postgres(ql)?:\/\//.test(url)) return { kind: "postgres", url };
+  if (/^postgres(ql)?:\/\//.test(url)) return { kind: "postgres", url, poolSize: integer(env, "DATABASE_POOL_SIZE", 10, 1, 500) };
   if (/^mongodb(\+srv)?:\/\//.test(url)) return { kind: "mongodb", url, changeStreams: boolean(env, "MONGODB_CHANGE_STREAMS", false) };
   throw new ConfigError("DATABASE_URL must start with postgres://, postgresql:// or mongodb:// (unset: embedded PGlite under DATA_DIR)");
 }

@@ -116,18 +116,16 @@ export class DeliveryScheduler implements DeliveryQueue {
       if (this.#channel?.state === "connected") {
         const now = new Date();
         await Promise.all(
-          jobIds
-            .slice(0, PARALLEL_WAKEUPS)
-            .map((id) =>
-              this.#channel?.publish({
-                jobId: id as unknown as JobId,
-                jobName: DELIVER_JOB,
-                nextRunAt: now,
-                priority: 0,
-                timestamp: now,
-                source: name,
-              }),
-            ),
+          jobIds.slice(0, PARALLEL_WAKEUPS).map((id) =>
+            this.#channel?.publish({
+              jobId: id as unknown as JobId,
+              jobName: DELIVER_JOB,
+              nextRunAt: now,
+              priority: 0,
+              timestamp: now,
+              source: name,
+            }),
+          ),
         );
       }
     } else {

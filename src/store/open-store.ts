@@ -13,7 +13,7 @@ import { migrate } from "./postgres/schema.js";
 
 export type StoreConfig =
   | { kind: "embedded"; dataDir: string }
-  | { kind: "postgres"; url: string }
+  | { kind: "postgres"; url: string; poolSize: number }
   /** `changeStreams`: wake every instance's scheduler through a change stream (needs a replica set). */
   | { kind: "mongodb"; url: string; changeStreams: boolean };
 
@@ -30,7 +30,6 @@ export interface OpenStore {
   close(): Promise<void>;
 }
 
-const POOL_SIZE = Number(process.env.DATABASE_POOL_SIZE ?? 10);
 /**
  * PGlite is one session. pglite-socket can multiplex several connections onto
  * it, but interleaves their extended-protocol messages under load ("bind
@@ -65,7 +64,7 @@ export async function openStore(config: StoreConfig, log: Logger): Promise<OpenS
       }
     }
     case "postgres":
-      return openPostgres(config.url, POOL_SIZE, `PostgreSQL at ${redact(config.url)}`, log);
+      return openPostgres(config.url, config.poolSize, `PostgreSQL at ${redact(config.url)}`, log);
     case "mongodb":
       return openMongo(config.url, config.changeStreams);
   }
