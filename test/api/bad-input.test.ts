@@ -1,25 +1,17 @@
 import test from "ava";
 import { Receiver } from "../helpers/receiver.js";
-import { API_KEY, rest, startTestService, type TestService } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { API_KEY, rest, sharedService } from "../helpers/service.js";
 
-const [pglite] = storeTargets();
-let running: TestService;
+// Production target rules: no private addresses, no plain http.
+const running = sharedService(test, { MAX_BODY_BYTES: "65536", ALLOW_PRIVATE_TARGETS: "false", ALLOW_HTTP_TARGETS: "false" });
 let receiver: Receiver;
-let cleanup: () => Promise<void>;
 
 test.before(async () => {
-  const store = await (pglite as NonNullable<typeof pglite>).create();
-  // Production target rules: no private addresses, no plain http.
-  running = await startTestService({ ...store.env, MAX_BODY_BYTES: "65536", ALLOW_PRIVATE_TARGETS: "false", ALLOW_HTTP_TARGETS: "false" });
   receiver = await Receiver.start();
-  cleanup = store.cleanup;
 });
 
 test.after.always(async () => {
-  await running?.service.stop();
   await receiver?.close();
-  await cleanup?.();
 });
 
 const SUBSCRIBE = "/api/webhookSubscription";

@@ -17,23 +17,9 @@ import {
 } from "../../src/gen/webhooks/v1/subscription_service_pb.js";
 import { grpcCall } from "../helpers/grpc.js";
 import { Receiver } from "../helpers/receiver.js";
-import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { ADMIN_TOKEN, sharedService } from "../helpers/service.js";
 
-const [pglite] = storeTargets();
-let running: TestService;
-let cleanup: () => Promise<void>;
-
-test.before(async () => {
-  const store = await (pglite as NonNullable<typeof pglite>).create();
-  running = await startTestService(store.env);
-  cleanup = store.cleanup;
-});
-
-test.after.always(async () => {
-  await running?.service.stop();
-  await cleanup?.();
-});
+const running = sharedService(test);
 
 test("an internal service publishes over gRPC and the subscriber reads the delivery log over gRPC", async (t) => {
   const port = running.service.port;

@@ -8,24 +8,11 @@ import { DeliveryService, NotificationStatus } from "../../src/gen/webhooks/v1/d
 import { EventService } from "../../src/gen/webhooks/v1/event_service_pb.js";
 import { SubscriptionService } from "../../src/gen/webhooks/v1/subscription_service_pb.js";
 import { Receiver } from "../helpers/receiver.js";
-import { ADMIN_TOKEN, startTestService, type TestService } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { ADMIN_TOKEN, sharedService } from "../helpers/service.js";
 
 // The subscriber and internal APIs over the gRPC protocol (HTTP/2), RPC by RPC.
-const [pglite] = storeTargets();
-let running: TestService;
-let cleanup: () => Promise<void>;
 
-test.before(async () => {
-  const store = await (pglite as NonNullable<typeof pglite>).create();
-  running = await startTestService({ ...store.env, AUTO_DISABLE_AFTER: "off" });
-  cleanup = store.cleanup;
-});
-
-test.after.always(async () => {
-  await running?.service.stop();
-  await cleanup?.();
-});
+const running = sharedService(test, { AUTO_DISABLE_AFTER: "off" });
 
 function clients(): {
   subscriptions: Client<typeof SubscriptionService>;

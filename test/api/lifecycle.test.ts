@@ -2,23 +2,9 @@ import test from "ava";
 import { verifyBody } from "../../src/domain/signature.js";
 import { adminAuth, createClient } from "../helpers/admin.js";
 import { Receiver } from "../helpers/receiver.js";
-import { rest, startTestService, type TestService } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { rest, sharedService } from "../helpers/service.js";
 
-const [pglite] = storeTargets();
-let running: TestService;
-let cleanup: () => Promise<void>;
-
-test.before(async () => {
-  const store = await (pglite as NonNullable<typeof pglite>).create();
-  running = await startTestService({ ...store.env, AUTO_DISABLE_AFTER: "off" });
-  cleanup = store.cleanup;
-});
-
-test.after.always(async () => {
-  await running?.service.stop();
-  await cleanup?.();
-});
+const running = sharedService(test, { AUTO_DISABLE_AFTER: "off" });
 
 const BASE = "/api/webhookSubscription";
 

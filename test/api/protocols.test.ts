@@ -14,26 +14,18 @@ import {
 } from "../../src/gen/webhooks/v1/subscription_service_pb.js";
 import { grpcCall } from "../helpers/grpc.js";
 import { Receiver } from "../helpers/receiver.js";
-import { API_KEY, startTestService, type TestService } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { API_KEY, sharedService } from "../helpers/service.js";
 
 // Protocol tests need one service; the store matrix is covered by the flow tests.
-const [pglite] = storeTargets();
-let running: TestService;
+const running = sharedService(test);
 let receiver: Receiver;
-let cleanup: () => Promise<void>;
 
 test.before(async () => {
-  const store = await (pglite as NonNullable<typeof pglite>).create();
-  running = await startTestService(store.env);
   receiver = await Receiver.start();
-  cleanup = store.cleanup;
 });
 
 test.after.always(async () => {
-  await running?.service.stop();
   await receiver?.close();
-  await cleanup?.();
 });
 
 const auth = { authorization: `Bearer ${API_KEY}` };

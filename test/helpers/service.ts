@@ -1,6 +1,8 @@
+import type { TestFn } from "ava";
 import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { type RunningService, startService } from "../../src/service.js";
+import { storeTargets } from "./stores.js";
 
 export const API_KEY = "test-key-0123456789abcdef";
 export const ADMIN_TOKEN = "test-admin-0123456789abcdef";
@@ -34,6 +36,26 @@ export async function startTestService(env: Record<string, string>): Promise<Tes
   const log = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
   const service = await startService(config, log);
   return { service, baseUrl: `http://127.0.0.1:${service.port}` };
+}
+
+/**
+ * One service on embedded PGlite shared by a test file: started before its
+ * tests, stopped after. Its fields are filled in by the `before` hook.
+ */
+export function sharedService(test: TestFn, env: Record<string, string> = {}): TestService {
+  const shared = {} as TestService;
+  let cleanup: (() => Promise<void>) | undefined;
+  test.before(async () => {
+    const store = await storeTargets()[0]?.create();
+    if (!store) throw new Error("no store target");
+    cleanup = store.cleanup;
+    Object.assign(shared, await startTestService({ ...store.env, ...env }));
+  });
+  test.after.always(async () => {
+    await shared.service?.stop();
+    await cleanup?.();
+  });
+  return shared;
 }
 
 /** A JSON REST call with the test client's key unless `headers` says otherwise. */
