@@ -58,7 +58,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
       {
         backend: opened.agendaBackend,
         ...(opened.notificationChannel ? { notificationChannel: opened.notificationChannel } : {}),
-        ...(opened.insertDueJobs ? { insertDueJobs: opened.insertDueJobs } : {}),
+        ...(opened.scheduleDeliveries ? { scheduleDeliveries: opened.scheduleDeliveries } : {}),
         retryPolicy: config.retryPolicy,
         pollIntervalMs: config.schedulerPollMs,
         concurrency: config.deliveryConcurrency,
@@ -86,6 +86,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
       catalog,
       subscriptions,
       maxPayloadBytes: config.maxPayloadBytes,
+      onQueueError: (err, ids) => log.error({ err, count: ids.length }, "accepted notifications not queued yet; the sweep will queue them"),
     });
 
     const handler = createRequestHandler({
@@ -101,7 +102,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
     await scheduler.start();
     let listener: Listener;
     try {
-      listener = await listen(config.port, config.host, handler);
+      listener = await listen(config.port, config.host, handler, (err) => log.error({ err }, "listener error"));
     } catch (error) {
       await scheduler.stop(0, () => shutdown.abort());
       throw error;

@@ -6,6 +6,7 @@ import type { NodeRequest } from "./http-body.js";
 import type { NodeResponse } from "./rest-gateway.js";
 
 const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n");
+const SNIFF_TIMEOUT_MS = 10_000;
 
 export interface Listener {
   port: number;
@@ -18,7 +19,12 @@ export interface Listener {
  * gRPC uses). `http2.createServer({allowHTTP1})` only negotiates over TLS,
  * so each connection is routed by its first bytes instead.
  */
-export async function listen(port: number, host: string, handler: (req: NodeRequest, res: NodeResponse) => void): Promise<Listener> {
+export async function listen(
+  port: number,
+  host: string,
+  handler: (req: NodeRequest, res: NodeResponse) => void,
+  onError: (error: Error) => void,
+): Promise<Listener> {
   const http1: HttpServer = createHttpServer(handler);
   const http2: Http2Server = createHttp2Server(handler);
   const sockets = new Set<Socket>();
@@ -30,6 +36,8 @@ export async function listen(port: number, host: string, handler: (req: NodeRequ
 
   const server = createNetServer((socket) => {
     sockets.add(socket);
+    // A connection that never says which protocol it speaks is not kept around.
+    socket.setTimeout(SNIFF_TIMEOUT_MS, () => socket.destroy());
     socket.once("close", () => sockets.delete(socket));
     let seen = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
@@ -38,6 +46,7 @@ export async function listen(port: number, host: string, handler: (req: NodeRequ
       const isHttp2 = seen.subarray(0, compared).equals(HTTP2_PREFACE.subarray(0, compared));
       if (isHttp2 && compared < HTTP2_PREFACE.length) return; // need more bytes to decide
       socket.off("data", onData);
+      socket.setTimeout(0);
       if (isHttp2) {
         http2.emit("connection", replay(socket, seen));
         return;
@@ -53,8 +62,13 @@ export async function listen(port: number, host: string, handler: (req: NodeRequ
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, host, () => resolve());
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
   });
+  // A failed accept (EMFILE…) must not take the process down.
+  server.on("error", onError);
 
   return {
     port: (server.address() as AddressInfo).port,

@@ -35,8 +35,8 @@ export interface DeliverySchedulerOptions {
   /** How often accepted-but-unqueued notifications are looked for. */
   sweepIntervalMs: number;
   name: string;
-  /** Where the store can insert many due jobs in one statement (PostgreSQL). */
-  insertDueJobs?: (name: string, data: readonly object[], lastModifiedBy: string) => Promise<string[]>;
+  /** Where the store can claim notifications and insert their jobs in one statement (PostgreSQL). */
+  scheduleDeliveries?: (notificationIds: readonly string[], jobName: string, lastModifiedBy: string) => Promise<string[]>;
 }
 
 /**
@@ -69,7 +69,11 @@ export class DeliveryScheduler implements DeliveryQueue {
       removeOnComplete: true,
       ...(this.#channel ? { notificationChannel: this.#channel } : {}),
     });
-    this.#agenda.db = guardLocks(this.#agenda.db, () => this.#stopping);
+    this.#agenda.db = guardLocks(
+      this.#agenda.db,
+      () => this.#stopping,
+      (err) => deps.log.warn({ err }, "releasing a job lock failed; it expires by itself"),
+    );
     this.#agenda.on("error", (err) => deps.log.error({ err }, "scheduler error"));
     // "complete" fires after Agenda saved the job's state: only then may the pool close.
     this.#agenda.on(`start:${DELIVER_JOB}`, () => this.#running++);
@@ -107,31 +111,27 @@ export class DeliveryScheduler implements DeliveryQueue {
   }
 
   async enqueue(notificationIds: string[]): Promise<void> {
-    const { insertDueJobs, name } = this.options;
-    if (insertDueJobs) {
-      const data: DeliverJobData[] = notificationIds.map((notificationId) => ({ notificationId }));
-      const jobIds = await insertDueJobs(DELIVER_JOB, data, name);
-      // Agenda locks jobs one round trip at a time per wake-up; a few
-      // wake-ups per batch let a few lock chains run side by side.
-      if (this.#channel?.state === "connected") {
-        const now = new Date();
-        await Promise.all(
-          jobIds.slice(0, PARALLEL_WAKEUPS).map((id) =>
-            this.#channel?.publish({
-              jobId: id as unknown as JobId,
-              jobName: DELIVER_JOB,
-              nextRunAt: now,
-              priority: 0,
-              timestamp: now,
-              source: name,
-            }),
-          ),
-        );
-      }
-    } else {
+    const { scheduleDeliveries, name } = this.options;
+    if (!scheduleDeliveries) {
       await Promise.all(notificationIds.map((notificationId) => this.#agenda.now<DeliverJobData>(DELIVER_JOB, { notificationId })));
+      await this.deps.notifications.markScheduled(notificationIds);
+      return;
     }
-    await this.deps.notifications.markScheduled(notificationIds);
+    const jobIds = await scheduleDeliveries(notificationIds, DELIVER_JOB, name);
+    // Agenda locks jobs one round trip at a time per wake-up; a few wake-ups
+    // per batch let a few lock chains run side by side. Best effort: the poll
+    // finds the jobs anyway.
+    if (this.#channel?.state !== "connected") return;
+    const now = new Date();
+    await Promise.all(
+      jobIds
+        .slice(0, PARALLEL_WAKEUPS)
+        .map((id) =>
+          this.#channel
+            ?.publish({ jobId: id as unknown as JobId, jobName: DELIVER_JOB, nextRunAt: now, priority: 0, timestamp: now, source: name })
+            .catch((err: unknown) => this.deps.log.warn({ err }, "wake-up failed; the poll will find the jobs")),
+        ),
+    );
   }
 
   /** Queues notifications accepted before a crash cut them off from the scheduler. */
@@ -181,7 +181,7 @@ export class DeliveryScheduler implements DeliveryQueue {
  * The job repository, refusing to lock jobs once stopping: a lock taken by a
  * fill that raced the stop is handed straight back.
  */
-function guardLocks(repository: JobRepository, isStopping: () => boolean): JobRepository {
+function guardLocks(repository: JobRepository, isStopping: () => boolean, onError: (error: unknown) => void): JobRepository {
   const getNextJobToRun: JobRepository["getNextJobToRun"] = async (...args) => {
     if (isStopping()) return undefined;
     const job = await repository.getNextJobToRun(...args);
@@ -191,9 +191,14 @@ function guardLocks(repository: JobRepository, isStopping: () => boolean): JobRe
     }
     return job;
   };
+  // Agenda calls these without awaiting them; a rejection would end the process.
+  const unlockJob: JobRepository["unlockJob"] = (job) => repository.unlockJob(job).catch((err: unknown) => onError(err));
+  const unlockJobs: JobRepository["unlockJobs"] = (ids) => repository.unlockJobs(ids).catch((err: unknown) => onError(err));
   return new Proxy(repository, {
     get(target, property) {
       if (property === "getNextJobToRun") return getNextJobToRun;
+      if (property === "unlockJob") return unlockJob;
+      if (property === "unlockJobs") return unlockJobs;
       const value = Reflect.get(target, property, target);
       return typeof value === "function" ? value.bind(target) : value;
     },

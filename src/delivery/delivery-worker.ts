@@ -67,11 +67,22 @@ export class DeliveryWorker {
       return { kind: "done" };
     }
 
+    let signature: string;
+    try {
+      signature = signBody(notification.body, this.#signingKey(subscription));
+    } catch (err) {
+      // A key that does not open (another SIGNING_MASTER_KEY, a damaged row)
+      // will not open on a retry either: fail visibly instead of looping.
+      const error = `cannot sign: the subscription's signing key does not open (${(err as Error).message})`;
+      await store.notifications.recordAttempt({ notificationId, attempt, startedAt, durationMs: 0, error, succeeded: false }, "failed");
+      log.error({ err }, "delivery failed: signing key does not open");
+      return { kind: "done" };
+    }
     const result = await this.deps.sender.send({
       url: subscription.url,
       body: notification.body,
       headers: {
-        "X-Signature": signBody(notification.body, this.#signingKey(subscription)),
+        "X-Signature": signature,
         "X-JobId": notification.id,
         "X-JobAttempt": String(attempt),
       },
@@ -100,14 +111,18 @@ export class DeliveryWorker {
       },
       status,
     );
-    await this.#trackHealth(subscription, succeeded, startedAt, log);
+    // The attempt is recorded; bookkeeping that fails now must not turn into
+    // an early retry (our failure, not the receiver's).
+    await this.#trackHealth(subscription, succeeded, startedAt, log).catch((err: unknown) => log.error({ err }, "failure tracking failed"));
     const fields = { statusCode: result.statusCode, durationMs: result.durationMs, error: result.error };
     if (succeeded) {
       log.info(fields, "delivered");
       return { kind: "done" };
     }
     if (gone) {
-      await store.subscriptions.disable(subscription.id, "disabled automatically: the receiver answered 410 Gone", new Date());
+      await store.subscriptions
+        .disable(subscription.id, "disabled automatically: the receiver answered 410 Gone", new Date())
+        .catch((err: unknown) => log.error({ err }, "disabling after 410 failed"));
       log.warn(fields, "receiver answered 410 Gone; subscription disabled, no retries");
       return { kind: "done" };
     }

@@ -16,6 +16,8 @@ export interface NotificationsDeps {
   subscriptions: Subscriptions;
   /** Largest notification body a publish may produce. */
   maxPayloadBytes: number;
+  /** Told when stored notifications could not be queued (the sweep queues them later). */
+  onQueueError: (error: unknown, notificationIds: string[]) => void;
 }
 
 export interface PublishInput {
@@ -51,7 +53,7 @@ export class Notifications {
       return { jobIds: notifications.map((n) => n.id), duplicate: false };
     }
     const { ids, duplicate } = await this.deps.store.insertIdempotent(input.clientId, key, notifications);
-    if (!duplicate) await this.deps.queue.enqueue(ids);
+    if (!duplicate) await this.#queue(ids);
     return { jobIds: ids, duplicate };
   }
 
@@ -133,9 +135,18 @@ export class Notifications {
     }));
   }
 
+  /** Stored means accepted: a failure to queue afterwards is left to the sweep, not reported. */
   async #accept(notifications: Notification[]): Promise<void> {
     if (notifications.length === 0) return;
     await this.deps.store.insert(notifications);
-    await this.deps.queue.enqueue(notifications.map((n) => n.id));
+    await this.#queue(notifications.map((n) => n.id));
+  }
+
+  async #queue(ids: string[]): Promise<void> {
+    try {
+      await this.deps.queue.enqueue(ids);
+    } catch (error) {
+      this.deps.onQueueError(error, ids);
+    }
   }
 }

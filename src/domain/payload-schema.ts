@@ -3,13 +3,18 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { ValidationError } from "./errors.js";
 import type { JsonObject } from "./model.js";
 
-const draft07 = new Ajv({ allErrors: true, strict: false });
-const draft2020 = new Ajv2020({ allErrors: true, strict: false });
-const compiled = new WeakMap<JsonObject, ValidateFunction>();
+// addUsedSchema: false keeps ajv from registering every `$id` it compiles, so
+// recompiling a schema (after a catalog refresh) neither throws nor piles up.
+const draft07 = new Ajv({ allErrors: true, strict: false, addUsedSchema: false });
+const draft2020 = new Ajv2020({ allErrors: true, strict: false, addUsedSchema: false });
+/** Compiled validators by schema text: the catalog hands out fresh objects on every refresh. */
+const compiled = new Map<string, ValidateFunction>();
+const MAX_COMPILED = 1000;
 
 /** Compiles a JSON Schema (draft-07 when it says so, else 2020-12); a bad schema is a ValidationError. */
 export function compileSchema(schema: JsonObject): ValidateFunction {
-  const cached = compiled.get(schema);
+  const text = JSON.stringify(schema);
+  const cached = compiled.get(text);
   if (cached) return cached;
   const ajv = typeof schema.$schema === "string" && schema.$schema.includes("draft-07") ? draft07 : draft2020;
   let validate: ValidateFunction;
@@ -18,7 +23,8 @@ export function compileSchema(schema: JsonObject): ValidateFunction {
   } catch (error) {
     throw new ValidationError(`jsonSchema is not a valid JSON Schema: ${(error as Error).message}`, "jsonSchema");
   }
-  compiled.set(schema, validate);
+  if (compiled.size >= MAX_COMPILED) compiled.clear();
+  compiled.set(text, validate);
   return validate;
 }
 

@@ -49,8 +49,12 @@ export interface SubscriptionStore {
   listByClient(clientId: string, limit: number, after?: Cursor): Promise<Subscription[]>;
   /** The client's enabled subscriptions to this event (publishing fans out to these). */
   listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]>;
-  /** Writes every mutable field of the subscription; false when it is gone. */
-  update(subscription: Subscription): Promise<boolean>;
+  /**
+   * Writes the owner-controlled fields (not the failure streak), only if the
+   * stored `updatedAt` still equals `expectedUpdatedAt`; false when it changed
+   * meanwhile or is gone.
+   */
+  update(subscription: Subscription, expectedUpdatedAt: Date): Promise<boolean>;
   /** Deletes it and its notifications; false when it was not there. */
   delete(id: string): Promise<boolean>;
   /** Starts a failure streak unless one runs; returns when the streak began. */

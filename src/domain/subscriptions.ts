@@ -1,4 +1,4 @@
-import { NotFoundError, ValidationError } from "./errors.js";
+import { ConflictError, NotFoundError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
 import { isWellFormedId, newId } from "./ids.js";
 import type { KeySealer } from "./key-sealing.js";
@@ -103,13 +103,19 @@ export class Subscriptions {
       next.description = changes.description;
     }
     if (changes.enabled === true) {
-      // Re-enabling is the owner saying "try again": forget the streak and the reason.
-      const { failingSince: _f, disabledReason: _r, disabledAt: _a, ...enabled } = next;
+      const { disabledReason: _r, disabledAt: _a, ...enabled } = next;
       next = { ...enabled, enabled: true };
     } else if (changes.enabled === false && current.enabled) {
       next = { ...next, enabled: false, disabledReason: "disabled by its owner", disabledAt: now };
     }
-    return this.#save(next);
+    const saved = await this.#save(next, current.updatedAt);
+    if (changes.enabled === true && current.failingSince) {
+      // Re-enabling is the owner saying "try again": the failure streak starts over.
+      await this.deps.store.markHealthy(current.id);
+      const { failingSince: _f, ...fresh } = saved;
+      return fresh;
+    }
+    return saved;
   }
 
   async delete(clientId: string, id: string): Promise<void> {
@@ -122,20 +128,23 @@ export class Subscriptions {
     const current = await this.get(clientId, id);
     const keys = await generateSigningKeyPair(this.deps.signingKeyBits);
     const now = new Date();
-    return this.#save({
-      ...current,
-      nextPublicKeyPem: keys.publicKeyPem,
-      nextPrivateKeyPem: this.deps.sealer.seal(keys.privateKeyPem, current.id),
-      rotationDeadline: new Date(now.getTime() + this.deps.rotationGraceMs),
-      updatedAt: now,
-    });
+    return this.#save(
+      {
+        ...current,
+        nextPublicKeyPem: keys.publicKeyPem,
+        nextPrivateKeyPem: this.deps.sealer.seal(keys.privateKeyPem, current.id),
+        rotationDeadline: new Date(now.getTime() + this.deps.rotationGraceMs),
+        updatedAt: now,
+      },
+      current.updatedAt,
+    );
   }
 
   /** Ends a rotation now: the new key signs from here on. */
   async confirmRotation(clientId: string, id: string): Promise<Subscription> {
     const current = await this.get(clientId, id);
     if (!current.nextPublicKeyPem) throw new ValidationError("no key rotation is in progress; start one with rotateSignatureKey");
-    return this.#save({ ...settleRotation({ ...current, rotationDeadline: new Date(0) }), updatedAt: new Date() });
+    return this.#save({ ...settleRotation({ ...current, rotationDeadline: new Date(0) }), updatedAt: new Date() }, current.updatedAt);
   }
 
   /**
@@ -155,8 +164,10 @@ export class Subscriptions {
     return settleRotation(chosen);
   }
 
-  async #save(subscription: Subscription): Promise<Subscription> {
-    if (!(await this.deps.store.update(subscription))) throw new NotFoundError(`subscription ${subscription.id} not found`);
-    return subscription;
+  /** Writes unless someone changed the subscription since `readAt` (409 then, never a silent overwrite). */
+  async #save(subscription: Subscription, readAt: Date): Promise<Subscription> {
+    if (await this.deps.store.update(subscription, readAt)) return subscription;
+    if (!(await this.deps.store.get(subscription.id))) throw new NotFoundError(`subscription ${subscription.id} not found`);
+    throw new ConflictError("the subscription changed while this request was handled; read it again and retry");
   }
 }

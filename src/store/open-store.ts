@@ -6,7 +6,7 @@ import pg from "pg";
 import type { Logger } from "pino";
 import type { Store } from "../domain/ports.js";
 import { createMongoStore, ensureMongoIndexes } from "./mongo/mongo-store.js";
-import { createPostgresJobBatcher } from "./postgres/agenda-jobs.js";
+import { createPostgresDeliveryScheduler } from "./postgres/agenda-jobs.js";
 import { startEmbeddedPostgres } from "./postgres/embedded-pglite.js";
 import { createPostgresStore } from "./postgres/postgres-store.js";
 import { migrate } from "./postgres/schema.js";
@@ -23,8 +23,8 @@ export interface OpenStore {
   agendaBackend: AgendaBackend;
   /** Set where the backend's own channel can't reach this process's scheduler. */
   notificationChannel?: NotificationChannel;
-  /** Inserts many due Agenda jobs at once, where the backend allows it. */
-  insertDueJobs?: (name: string, data: readonly object[], lastModifiedBy: string) => Promise<string[]>;
+  /** Claims notifications and inserts their Agenda jobs atomically, where the backend allows it. */
+  scheduleDeliveries?: (notificationIds: readonly string[], jobName: string, lastModifiedBy: string) => Promise<string[]>;
   /** For logs: which store, never credentials. */
   description: string;
   close(): Promise<void>;
@@ -112,7 +112,7 @@ async function openPostgres(
   return {
     store: createPostgresStore(pool),
     agendaBackend: new PostgresBackend({ pool }),
-    insertDueJobs: createPostgresJobBatcher(pool),
+    scheduleDeliveries: createPostgresDeliveryScheduler(pool),
     ...(notificationChannel ? { notificationChannel } : {}),
     description,
     close: () => pool.end(),
@@ -124,6 +124,8 @@ export function redact(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = "***";
+    // Query parameters can carry secrets too (password=, sslpassword=, AWS tokens).
+    for (const key of [...parsed.searchParams.keys()]) parsed.searchParams.set(key, "***");
     return parsed.toString();
   } catch {
     return "(unparseable URL)";

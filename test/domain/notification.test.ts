@@ -62,3 +62,10 @@ test("a payload is checked against its event's JSON Schema with a readable error
       /does not match the schema of Order\.Created: .*OrderId.*\/Total must be number|does not match the schema of Order\.Created: .*Total.*OrderId/,
   });
 });
+
+test("a schema with $id compiles again from a fresh copy (catalog refreshes)", (t) => {
+  const schema = () => ({ $id: "https://example.com/schemas/ticket", type: "object", required: ["TicketId"] });
+  t.notThrows(() => assertPayloadMatches("Ticket.Opened", schema(), { TicketId: "t" }));
+  t.notThrows(() => assertPayloadMatches("Ticket.Opened", schema(), { TicketId: "t" }));
+  t.throws(() => assertPayloadMatches("Ticket.Opened", schema(), {}), { message: /TicketId/ });
+});

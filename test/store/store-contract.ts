@@ -226,15 +226,19 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<St
       rotationDeadline: seconds(50),
       updatedAt: seconds(40),
     };
-    t.true(await subscriptions.update(rotated));
+    t.true(await subscriptions.update(rotated, target.updatedAt));
     t.deepEqual(await subscriptions.get(target.id), rotated);
-    const { nextPublicKeyPem: _a, nextPrivateKeyPem: _b, rotationDeadline: _c, ...settled } = rotated;
-    t.true(await subscriptions.update(settled));
+    t.false(await subscriptions.update({ ...rotated, description: "stale" }, target.updatedAt), "a stale read does not overwrite");
+    const { nextPublicKeyPem: _a, nextPrivateKeyPem: _b, rotationDeadline: _c, ...unrotated } = rotated;
+    const settled = { ...unrotated, updatedAt: seconds(45) };
+    t.true(await subscriptions.update(settled, rotated.updatedAt));
     t.deepEqual(await subscriptions.get(target.id), settled, "absent optional fields are cleared");
-    t.false(await subscriptions.update({ ...settled, id: newId("sub") }));
+    t.false(await subscriptions.update({ ...settled, id: newId("sub") }, settled.updatedAt));
 
     t.deepEqual(await subscriptions.markFailing(target.id, seconds(60)), seconds(60));
     t.deepEqual(await subscriptions.markFailing(target.id, seconds(70)), seconds(60), "the streak keeps its start");
+    t.true(await subscriptions.update({ ...settled, description: "edited" }, settled.updatedAt));
+    t.deepEqual((await subscriptions.get(target.id))?.failingSince, seconds(60), "an owner's edit leaves the streak alone");
     await subscriptions.markHealthy(target.id);
     t.is((await subscriptions.get(target.id))?.failingSince, undefined);
     await subscriptions.disable(target.id, "too many failures", seconds(80));

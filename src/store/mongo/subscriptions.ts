@@ -110,13 +110,15 @@ export class MongoSubscriptionStore implements SubscriptionStore {
     return docs.map(toSubscription);
   }
 
-  async update(s: Subscription): Promise<boolean> {
+  async update(s: Subscription, expectedUpdatedAt: Date): Promise<boolean> {
     if (!isString(s.id)) return false;
-    const present = presentOptional(s);
+    // failingSince belongs to the delivery worker (markFailing/markHealthy): never written here.
+    const { failingSince: _streak, ...present } = presentOptional(s);
     // Absent optional fields are removed, as SQL writes NULL into their columns.
-    const absent = OPTIONAL_FIELDS.filter((field) => !(field in present));
+    const absent = OPTIONAL_FIELDS.filter((field) => field !== "failingSince" && !(field in present));
     const { matchedCount } = await this.subscriptions.updateOne(
-      { _id: s.id },
+      // Only if nobody changed it since it was read (optimistic concurrency).
+      { _id: s.id, updatedAt: expectedUpdatedAt },
       {
         $set: {
           url: s.url,

@@ -4,18 +4,23 @@ import type { Pool } from "pg";
 const AGENDA_TABLE = "agenda_jobs";
 
 /**
- * Inserts many one-time Agenda jobs, due now, in one statement: the rows
- * `agenda.now()` would write one round trip (and one NOTIFY) at a time.
+ * Hands notifications to Agenda in one statement: claims those not yet
+ * scheduled and inserts one due job each (the rows `agenda.now()` would write
+ * a round trip at a time). Claim and insert commit together, so a failure
+ * leaves both undone for the sweep, and two sweeps never queue one twice.
  * Returns the new job ids.
  */
-export function createPostgresJobBatcher(pool: Pool) {
-  return async (name: string, data: readonly object[], lastModifiedBy: string): Promise<string[]> => {
-    if (data.length === 0) return [];
+export function createPostgresDeliveryScheduler(pool: Pool) {
+  return async (notificationIds: readonly string[], jobName: string, lastModifiedBy: string): Promise<string[]> => {
+    if (notificationIds.length === 0) return [];
     const { rows } = await pool.query<{ id: string }>(
-      `INSERT INTO "${AGENDA_TABLE}" (name, priority, next_run_at, type, data, disabled, fork, last_modified_by)
-       SELECT $1, 0, now(), 'normal', item::jsonb, false, false, $3 FROM unnest($2::text[]) AS item
+      `WITH claimed AS (
+         UPDATE wh_notifications SET scheduled = true WHERE id = ANY($1::text[]) AND NOT scheduled RETURNING id
+       )
+       INSERT INTO "${AGENDA_TABLE}" (name, priority, next_run_at, type, data, disabled, fork, last_modified_by)
+       SELECT $2, 0, now(), 'normal', jsonb_build_object('notificationId', claimed.id), false, false, $3 FROM claimed
        RETURNING id`,
-      [name, data.map((item) => JSON.stringify(item)), lastModifiedBy],
+      [notificationIds, jobName, lastModifiedBy],
     );
     return rows.map((row) => String(row.id));
   };

@@ -45,7 +45,7 @@ const toSubscription = (row: SubscriptionRow): Subscription => ({
   updatedAt: row.updated_at,
 });
 
-/** The mutable columns, in the order `update` and `insert` bind them after id. */
+/** The owner-controlled columns, in the order `update` and `insert` bind them after id. */
 const mutable = (s: Subscription) => [
   s.url,
   s.description,
@@ -55,7 +55,6 @@ const mutable = (s: Subscription) => [
   s.nextPublicKeyPem ?? null,
   s.nextPrivateKeyPem ?? null,
   s.rotationDeadline ?? null,
-  s.failingSince ?? null,
   s.disabledReason ?? null,
   s.disabledAt ?? null,
   s.updatedAt,
@@ -67,9 +66,9 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
   async insert(s: Subscription): Promise<void> {
     await this.pool.query(
       `INSERT INTO wh_subscriptions (id, url, description, enabled, public_key_pem, private_key_pem, next_public_key_pem,
-         next_private_key_pem, rotation_deadline, failing_since, disabled_reason, disabled_at, updated_at, client_id, event, created_at)
+         next_private_key_pem, rotation_deadline, disabled_reason, disabled_at, updated_at, client_id, event, created_at, failing_since)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
-      [s.id, ...mutable(s), s.clientId, s.event, s.createdAt],
+      [s.id, ...mutable(s), s.clientId, s.event, s.createdAt, s.failingSince ?? null],
     );
   }
 
@@ -103,13 +102,14 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     return rows.map(toSubscription);
   }
 
-  async update(s: Subscription): Promise<boolean> {
+  async update(s: Subscription, expectedUpdatedAt: Date): Promise<boolean> {
+    // failing_since belongs to the delivery worker (markFailing/markHealthy): never written here.
     const { rowCount } = await this.pool.query(
       `UPDATE wh_subscriptions SET url = $2, description = $3, enabled = $4, public_key_pem = $5, private_key_pem = $6,
-         next_public_key_pem = $7, next_private_key_pem = $8, rotation_deadline = $9, failing_since = $10,
-         disabled_reason = $11, disabled_at = $12, updated_at = $13
-       WHERE id = $1`,
-      [s.id, ...mutable(s)],
+         next_public_key_pem = $7, next_private_key_pem = $8, rotation_deadline = $9,
+         disabled_reason = $10, disabled_at = $11, updated_at = $12
+       WHERE id = $1 AND updated_at = $13`,
+      [s.id, ...mutable(s), expectedUpdatedAt],
     );
     return rowCount === 1;
   }
