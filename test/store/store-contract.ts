@@ -47,6 +47,7 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<St
     const hash = newId("cli");
     const [a, b] = await Promise.all([clients.ensureWithKey("first", hash), clients.ensureWithKey("second", hash)]);
     t.is(a.id, b.id);
+    t.is((await clients.list()).filter((c) => c.name === "first" || c.name === "second").length, 1, "no orphan client from the loser");
     t.deepEqual(await clients.findByKeyHash(hash), a);
     t.is((await clients.ensureWithKey("again", hash)).id, a.id);
     t.is(await clients.findByKeyHash("no-such-hash"), undefined);

@@ -17,22 +17,38 @@ export class PostgresClientStore implements ClientStore {
   async ensureWithKey(name: string, keyHash: string): Promise<Client> {
     const existing = await this.findByKeyHash(keyHash);
     if (existing) return existing;
-    const client: Client = { id: newId("cli"), name, createdAt: new Date() };
-    // One statement, so two instances bootstrapping the same key can't both insert.
-    const { rows } = await this.pool.query<{ client_id: string }>(
-      `WITH new_client AS (
-         INSERT INTO wh_clients (id, name, created_at) VALUES ($1, $2, $3) RETURNING id
-       )
-       INSERT INTO wh_api_keys (id, key_hash, client_id, created_at)
-       SELECT $5, $4, id, $3 FROM new_client
-       ON CONFLICT (key_hash) DO NOTHING
-       RETURNING client_id`,
-      [client.id, client.name, client.createdAt, keyHash, newId("key")],
-    );
-    if (rows.length === 1) return client;
-    const winner = await this.findByKeyHash(keyHash);
-    if (!winner) throw new Error("client key vanished while bootstrapping");
-    return winner;
+    // Instances bootstrapping the same key at once queue on this lock, so the
+    // second finds the first's client instead of leaving an orphan of its own.
+    const connection = await this.pool.connect();
+    try {
+      await connection.query("BEGIN");
+      await connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [keyHash]);
+      const { rows } = await connection.query<ClientRow>(
+        "SELECT c.id, c.name, c.created_at FROM wh_api_keys k JOIN wh_clients c ON c.id = k.client_id WHERE k.key_hash = $1",
+        [keyHash],
+      );
+      const client: Client = rows[0] ? toClient(rows[0]) : { id: newId("cli"), name, createdAt: new Date() };
+      if (!rows[0]) {
+        await connection.query("INSERT INTO wh_clients (id, name, created_at) VALUES ($1, $2, $3)", [
+          client.id,
+          client.name,
+          client.createdAt,
+        ]);
+        await connection.query("INSERT INTO wh_api_keys (id, key_hash, client_id, created_at) VALUES ($1, $2, $3, $4)", [
+          newId("key"),
+          keyHash,
+          client.id,
+          client.createdAt,
+        ]);
+      }
+      await connection.query("COMMIT");
+      return client;
+    } catch (error) {
+      await connection.query("ROLLBACK").catch(() => {});
+      throw error;
+    } finally {
+      connection.release();
+    }
   }
 
   async findByKeyHash(keyHash: string): Promise<Client | undefined> {
