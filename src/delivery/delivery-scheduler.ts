@@ -194,15 +194,7 @@ function guardLocks(repository: JobRepository, isStopping: () => boolean, onErro
   // Agenda calls these without awaiting them; a rejection would end the process.
   const unlockJob: JobRepository["unlockJob"] = (job) => repository.unlockJob(job).catch((err: unknown) => onError(err));
   const unlockJobs: JobRepository["unlockJobs"] = (ids) => repository.unlockJobs(ids).catch((err: unknown) => onError(err));
-  return new Proxy(repository, {
-    get(target, property) {
-      if (property === "getNextJobToRun") return getNextJobToRun;
-      if (property === "unlockJob") return unlockJob;
-      if (property === "unlockJobs") return unlockJobs;
-      const value = Reflect.get(target, property, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
+  return withOverrides(repository, { getNextJobToRun, unlockJob, unlockJobs });
 }
 
 /**
@@ -212,12 +204,19 @@ function guardLocks(repository: JobRepository, isStopping: () => boolean, onErro
  */
 function wakeupsOnly(channel: NotificationChannel | undefined): { notificationChannel?: NotificationChannel } {
   if (!channel) return {};
-  const proxy = new Proxy(channel, {
-    get(target, property) {
-      if (property === "publishState" || property === "subscribeState") return undefined;
-      const value = Reflect.get(target, property, target);
-      return typeof value === "function" ? value.bind(target) : value;
+  return { notificationChannel: withOverrides(channel, { publishState: undefined, subscribeState: undefined }) };
+}
+
+/**
+ * `target` with some members replaced; everything else is the target's own,
+ * methods bound to it (the backend keeps sharing state with the original).
+ */
+function withOverrides<T extends object>(target: T, overrides: { [K in keyof T]?: T[K] | undefined }): T {
+  return new Proxy(target, {
+    get(object, property) {
+      if (Object.hasOwn(overrides, property)) return overrides[property as keyof T];
+      const value = Reflect.get(object, property, object);
+      return typeof value === "function" ? value.bind(object) : value;
     },
   });
-  return { notificationChannel: proxy };
 }

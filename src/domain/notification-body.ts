@@ -26,7 +26,7 @@ const MAX_PAYLOAD_DEPTH = 32;
  * A `__proto__` key may already have become an object's prototype when the
  * payload was decoded, so a foreign prototype counts as one too.
  */
-export function assertOwnFields(payload: JsonObject): void {
+function assertOwnFields(payload: JsonObject): void {
   for (const field of BASE_FIELDS) {
     if (Object.hasOwn(payload, field)) {
       throw new ValidationError(`the payload may not set ${field}: the service sets the base fields Event and Timestamp itself`, "payload");

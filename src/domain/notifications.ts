@@ -2,7 +2,7 @@ import { NotFoundError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
 import { isWellFormedId, newId } from "./ids.js";
 import type { DeliveryAttempt, JsonObject, Notification, NotificationStatus, Subscription } from "./model.js";
-import { assertOwnFields, buildNotificationBody } from "./notification-body.js";
+import { buildNotificationBody } from "./notification-body.js";
 import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
 import { assertPayloadMatches } from "./payload-schema.js";
 import type { DeliveryQueue, NotificationStore, SubscriptionStore } from "./ports.js";
@@ -41,13 +41,14 @@ export class Notifications {
   /** Fans an event out to the client's enabled subscriptions to it. */
   async publish(input: PublishInput): Promise<{ jobIds: string[]; duplicate: boolean }> {
     const type = await this.deps.catalog.require(input.event);
-    assertOwnFields(input.payload);
+    const at = new Date();
+    const body = this.#body(type.name, input.payload, at);
     if (type.jsonSchema) assertPayloadMatches(type.name, type.jsonSchema, input.payload);
     const key = input.idempotencyKey ?? "";
     if (key.length > MAX_IDEMPOTENCY_KEY)
       throw new ValidationError(`idempotencyKey is longer than ${MAX_IDEMPOTENCY_KEY} characters`, "idempotencyKey");
     const subscriptions = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
-    const notifications = this.#build(subscriptions, type.name, input.payload);
+    const notifications = this.#fanOut(subscriptions, type.name, body, at);
     if (key === "") {
       await this.#accept(notifications);
       return { jobIds: notifications.map((n) => n.id), duplicate: false };
@@ -61,7 +62,8 @@ export class Notifications {
   async triggerSample(clientId: string, event: string, url: string): Promise<string> {
     const type = await this.deps.catalog.require(event);
     const subscription = await this.deps.subscriptions.forSample(clientId, type.name, url);
-    const [notification] = this.#build([subscription], type.name, type.samplePayload);
+    const at = new Date();
+    const [notification] = this.#fanOut([subscription], type.name, this.#body(type.name, type.samplePayload, at), at);
     await this.#accept([notification as Notification]);
     return (notification as Notification).id;
   }
@@ -103,12 +105,16 @@ export class Notifications {
     return copies.map((n) => n.id);
   }
 
-  #build(subscriptions: readonly Subscription[], event: string, payload: JsonObject): Notification[] {
-    const at = new Date();
+  /** The body every attempt sends; refuses base fields, prototype keys and oversized payloads. */
+  #body(event: string, payload: JsonObject, at: Date): string {
     const body = buildNotificationBody(event, payload, at);
     if (Buffer.byteLength(body) > this.deps.maxPayloadBytes) {
       throw new ValidationError(`the notification would be larger than ${this.deps.maxPayloadBytes} bytes`, "payload");
     }
+    return body;
+  }
+
+  #fanOut(subscriptions: readonly Subscription[], event: string, body: string, at: Date): Notification[] {
     return subscriptions.map((subscription) => ({
       id: newId("ntf"),
       subscriptionId: subscription.id,
