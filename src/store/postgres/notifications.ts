@@ -1,4 +1,5 @@
 import type { Pool } from "pg";
+import { Coalescer } from "../../coalescer.js";
 import type { DeliveryAttempt, Notification, NotificationStatus } from "../../domain/model.js";
 import type { NotificationQuery, NotificationStore } from "../../domain/ports.js";
 
@@ -73,12 +74,60 @@ function insertParameters(notifications: Notification[]): unknown[] {
   ];
 }
 
+// Attempts recorded together are one statement: the rows, then each notification's status.
+const RECORD_ATTEMPTS = `
+  WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[], $8::bool[], $9::text[])
+      AS t (notification_id, attempt, started_at, duration_ms, status_code, response_body, error, succeeded, status)
+  ), attempts AS (
+    INSERT INTO wh_delivery_attempts (notification_id, attempt, started_at, duration_ms, status_code, response_body, error, succeeded)
+    SELECT notification_id, attempt, started_at, duration_ms, status_code, response_body, error, succeeded FROM input
+  )
+  UPDATE wh_notifications n SET status = input.status, attempt_count = GREATEST(n.attempt_count, input.attempt + 1), updated_at = now()
+  FROM input WHERE n.id = input.notification_id`;
+
+type RecordedAttempt = { attempt: DeliveryAttempt; status: NotificationStatus };
+
+function recordParameters(records: RecordedAttempt[]): unknown[] {
+  const column = <T>(pick: (r: RecordedAttempt) => T) => records.map(pick);
+  return [
+    column((r) => r.attempt.notificationId),
+    column((r) => r.attempt.attempt),
+    column((r) => r.attempt.startedAt),
+    column((r) => r.attempt.durationMs),
+    column((r) => r.attempt.statusCode ?? null),
+    // PostgreSQL text can't hold NUL.
+    column((r) => r.attempt.responseBody?.replaceAll("\u0000", "\uFFFD") ?? null),
+    column((r) => r.attempt.error ?? null),
+    column((r) => r.attempt.succeeded),
+    column((r) => r.status),
+  ];
+}
+
 export class PostgresNotificationStore implements NotificationStore {
+  /** Deliveries running side by side read and record through shared statements. */
+  readonly #reads = new Coalescer<string, Notification | undefined>(async (ids) => {
+    const { rows } = await this.pool.query<NotificationRow>({
+      name: "wh-read-notifications",
+      text: "SELECT * FROM wh_notifications WHERE id = ANY($1::text[])",
+      values: [ids],
+    });
+    const byId = new Map(rows.map((row) => [row.id, toNotification(row)]));
+    return ids.map((id) => byId.get(id));
+  });
+  readonly #inserts = new Coalescer<Notification[], void>(async (fanOuts) => {
+    await this.pool.query({ name: "wh-insert-notifications", text: INSERT_NOTIFICATIONS, values: insertParameters(fanOuts.flat()) });
+    return fanOuts.map(() => undefined);
+  });
+  readonly #records = new Coalescer<RecordedAttempt, void>(async (records) => {
+    await this.pool.query({ name: "wh-record-attempts", text: RECORD_ATTEMPTS, values: recordParameters(records) });
+    return records.map(() => undefined);
+  });
+
   constructor(private readonly pool: Pool) {}
 
   async insert(notifications: Notification[]): Promise<void> {
-    if (notifications.length === 0) return;
-    await this.pool.query(INSERT_NOTIFICATIONS, insertParameters(notifications));
+    if (notifications.length > 0) await this.#inserts.call(notifications);
   }
 
   async insertIdempotent(clientId: string, key: string, notifications: Notification[]): Promise<{ ids: string[]; duplicate: boolean }> {
@@ -124,9 +173,8 @@ export class PostgresNotificationStore implements NotificationStore {
     return rows.map((row) => row.id);
   }
 
-  async get(id: string): Promise<Notification | undefined> {
-    const { rows } = await this.pool.query<NotificationRow>("SELECT * FROM wh_notifications WHERE id = $1", [id]);
-    return rows[0] && toNotification(rows[0]);
+  get(id: string): Promise<Notification | undefined> {
+    return this.#reads.call(id);
   }
 
   async list(query: NotificationQuery): Promise<Notification[]> {
@@ -149,27 +197,8 @@ export class PostgresNotificationStore implements NotificationStore {
     return rows.map(toNotification);
   }
 
-  async recordAttempt(a: DeliveryAttempt, status: NotificationStatus): Promise<void> {
-    await this.pool.query(
-      `WITH attempt AS (
-         INSERT INTO wh_delivery_attempts (notification_id, attempt, started_at, duration_ms, status_code, response_body, error, succeeded)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-       )
-       UPDATE wh_notifications SET status = $9, attempt_count = GREATEST(attempt_count, $2 + 1), updated_at = now()
-       WHERE id = $1`,
-      [
-        a.notificationId,
-        a.attempt,
-        a.startedAt,
-        a.durationMs,
-        a.statusCode ?? null,
-        // PostgreSQL text can't hold NUL.
-        a.responseBody?.replaceAll("\u0000", "\uFFFD") ?? null,
-        a.error ?? null,
-        a.succeeded,
-        status,
-      ],
-    );
+  recordAttempt(attempt: DeliveryAttempt, status: NotificationStatus): Promise<void> {
+    return this.#records.call({ attempt, status });
   }
 
   async listAttempts(notificationId: string): Promise<DeliveryAttempt[]> {

@@ -1,4 +1,5 @@
 import type { Pool } from "pg";
+import { Coalescer } from "../../coalescer.js";
 import type { Subscription } from "../../domain/model.js";
 import type { Cursor, SubscriptionStore } from "../../domain/ports.js";
 
@@ -61,6 +62,17 @@ const mutable = (s: Subscription) => [
 ];
 
 export class PostgresSubscriptionStore implements SubscriptionStore {
+  /** Deliveries running side by side read their subscriptions in one statement. */
+  readonly #reads = new Coalescer<string, Subscription | undefined>(async (ids) => {
+    const { rows } = await this.pool.query<SubscriptionRow>({
+      name: "wh-read-subscriptions",
+      text: "SELECT * FROM wh_subscriptions WHERE id = ANY($1::text[])",
+      values: [ids],
+    });
+    const byId = new Map(rows.map((row) => [row.id, toSubscription(row)]));
+    return ids.map((id) => byId.get(id));
+  });
+
   constructor(private readonly pool: Pool) {}
 
   async insert(s: Subscription): Promise<void> {
@@ -72,9 +84,8 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     );
   }
 
-  async get(id: string): Promise<Subscription | undefined> {
-    const { rows } = await this.pool.query<SubscriptionRow>("SELECT * FROM wh_subscriptions WHERE id = $1", [id]);
-    return rows[0] && toSubscription(rows[0]);
+  get(id: string): Promise<Subscription | undefined> {
+    return this.#reads.call(id);
   }
 
   async findByUrl(clientId: string, url: string): Promise<Subscription[]> {
@@ -95,10 +106,11 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
   }
 
   async listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]> {
-    const { rows } = await this.pool.query<SubscriptionRow>(
-      "SELECT * FROM wh_subscriptions WHERE client_id = $1 AND event = $2 AND enabled ORDER BY created_at, id",
-      [clientId, event],
-    );
+    const { rows } = await this.pool.query<SubscriptionRow>({
+      name: "wh-subscriptions-for-event",
+      text: "SELECT * FROM wh_subscriptions WHERE client_id = $1 AND event = $2 AND enabled ORDER BY created_at, id",
+      values: [clientId, event],
+    });
     return rows.map(toSubscription);
   }
 
