@@ -17,10 +17,12 @@ const quick = process.argv.includes("--quick");
 /** `--only=a` runs the throughput scenario alone (for profiling). */
 const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
 const asJson = process.argv.includes("--json");
+/** `--store=postgres` runs one store only. */
+const onlyStore = process.argv.find((a) => a.startsWith("--store="))?.slice(8);
 const ADMIN = "bench-admin-token-0123456789";
 const MASTER = "ab".repeat(32);
 const SIZE = quick
-  ? { ceiling: 2000, events: 150, fanOut: 10, latencySeconds: 4, stormSeconds: 4, backlog: 10_000 }
+  ? { ceiling: 2000, events: Number(process.env.BENCH_EVENTS ?? 150), fanOut: 10, latencySeconds: 4, stormSeconds: 4, backlog: 10_000 }
   : { ceiling: 20_000, events: 1500, fanOut: 10, latencySeconds: 20, stormSeconds: 20, backlog: 100_000 };
 
 interface Row {
@@ -153,6 +155,8 @@ async function runStore(
     env: {
       ...process.env,
       ...env,
+      // BENCH_NODE_OPTIONS: node options for the service alone (e.g. --import a probe).
+      ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
       PORT: String(port),
       HOST: "127.0.0.1",
       ADMIN_TOKEN: ADMIN,
@@ -206,7 +210,7 @@ async function runStore(
     // (a) sustained throughput
     await subscribe("Bench.Throughput", SIZE.fanOut, "t");
     receiver.send({ type: "reset" });
-    const sent = await publish("Bench.Throughput", SIZE.events, 0, 4);
+    const sent = await publish("Bench.Throughput", SIZE.events, 0, 16);
     const a = await collect(sent.notifications, 300_000);
     const delivered = steadyRate(a.records.map((r) => r.at));
     report({ store, figure: "(a) delivered notifications/s (steady)", value: delivered, unit: "/s" });
@@ -316,6 +320,7 @@ async function main() {
   if (!process.env.MONGODB_URL && !asJson) console.error("  (MONGODB_URL not set: MongoDB skipped)");
 
   for (const [name, prepare] of stores) {
+    if (onlyStore && name !== onlyStore) continue;
     const prepared = await prepare();
     try {
       await runStore(name, prepared.env, prepared.size, receiver.process, receiverPort);

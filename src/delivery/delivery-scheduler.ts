@@ -1,12 +1,21 @@
-import { Agenda, type AgendaBackend, type Job, type JobId, type JobRepository, type NotificationChannel } from "agenda";
+import {
+  Agenda,
+  type AgendaBackend,
+  InMemoryNotificationChannel,
+  type Job,
+  type JobId,
+  type JobNotification,
+  type JobRepository,
+  type NotificationChannel,
+} from "agenda";
 import type { Logger } from "pino";
 import type { DeliveryQueue, NotificationStore } from "../domain/ports.js";
 import { type RetryPolicy, retryDelay } from "../domain/retry-policy.js";
 import type { DeliveryWorker } from "./delivery-worker.js";
+import { type BatchingRepository, type BulkJobOperations, batchJobs, withOverrides } from "./job-batching.js";
 
 export const DELIVER_JOB = "deliver-notification";
 const INTERRUPTED_SAVE_WAIT_MS = 5_000;
-const PARALLEL_WAKEUPS = 4;
 
 interface DeliverJobData {
   notificationId: string;
@@ -37,6 +46,8 @@ export interface DeliverySchedulerOptions {
   name: string;
   /** Where the store can claim notifications and insert their jobs in one statement (PostgreSQL). */
   scheduleDeliveries?: (notificationIds: readonly string[], jobName: string, lastModifiedBy: string) => Promise<string[]>;
+  /** Where the backend can lock, save and delete many jobs per statement (PostgreSQL). */
+  bulkJobs?: BulkJobOperations;
 }
 
 /**
@@ -46,6 +57,12 @@ export interface DeliverySchedulerOptions {
 export class DeliveryScheduler implements DeliveryQueue {
   readonly #agenda: Agenda;
   readonly #channel: NotificationChannel | undefined;
+  readonly #batching: BatchingRepository | undefined;
+  /** Agenda's handler for "jobs are due", called directly for this process's own wake-ups. */
+  #fill: ((notification: JobNotification) => unknown) | undefined;
+  #wakePending = false;
+  /** The last lock found a job, so more may be due than Agenda's lock limit let it take. */
+  #moreDue = false;
   #sweepTimer: NodeJS.Timeout | undefined;
   #stopping = false;
   /** Attempts started and not yet saved by Agenda. */
@@ -56,7 +73,8 @@ export class DeliveryScheduler implements DeliveryQueue {
     private readonly options: DeliverySchedulerOptions,
     private readonly deps: { worker: DeliveryWorker; notifications: NotificationStore; log: Logger },
   ) {
-    this.#channel = wakeupsOnly(options.notificationChannel ?? options.backend.notificationChannel).notificationChannel;
+    const channel = options.notificationChannel ?? options.backend.notificationChannel;
+    this.#channel = channel && this.#wakeupsOnly(channel);
     this.#agenda = new Agenda({
       backend: options.backend,
       name: options.name,
@@ -69,16 +87,30 @@ export class DeliveryScheduler implements DeliveryQueue {
       removeOnComplete: true,
       ...(this.#channel ? { notificationChannel: this.#channel } : {}),
     });
+    const onUnlockError = (err: unknown) => deps.log.warn({ err }, "releasing a job lock failed; it expires by itself");
+    this.#batching =
+      options.bulkJobs &&
+      batchJobs(this.#agenda.db, options.bulkJobs, {
+        lockBatch: options.concurrency,
+        onMoreLocked: () => this.#wake(),
+        onError: (err) => deps.log.warn({ err }, "locking jobs ahead failed; locks expire by themselves and the poll finds due jobs"),
+      });
     this.#agenda.db = guardLocks(
-      this.#agenda.db,
+      this.#batching?.repository ?? this.#agenda.db,
       () => this.#stopping,
-      (err) => deps.log.warn({ err }, "releasing a job lock failed; it expires by itself"),
+      (found) => {
+        this.#moreDue = found;
+      },
+      onUnlockError,
     );
     this.#agenda.on("error", (err) => deps.log.error({ err }, "scheduler error"));
     // "complete" fires after Agenda saved the job's state: only then may the pool close.
     this.#agenda.on(`start:${DELIVER_JOB}`, () => this.#running++);
     this.#agenda.on(`complete:${DELIVER_JOB}`, () => {
       if (--this.#running === 0) for (const wake of this.#onIdle.splice(0)) wake();
+      // Agenda refills its queue only on a poll or a wake-up: with a backlog,
+      // a finished job is the moment to take the next ones.
+      if (this.#moreDue) this.#wake();
     });
     this.#agenda.define<DeliverJobData>(DELIVER_JOB, (job) => this.#run(job), {
       concurrency: options.concurrency,
@@ -115,23 +147,51 @@ export class DeliveryScheduler implements DeliveryQueue {
     if (!scheduleDeliveries) {
       await Promise.all(notificationIds.map((notificationId) => this.#agenda.now<DeliverJobData>(DELIVER_JOB, { notificationId })));
       await this.deps.notifications.markScheduled(notificationIds);
+      this.#wake();
       return;
     }
-    const jobIds = await scheduleDeliveries(notificationIds, DELIVER_JOB, name);
-    // Agenda locks jobs one round trip at a time per wake-up; a few wake-ups
-    // per batch let a few lock chains run side by side. Best effort: the poll
-    // finds the jobs anyway.
-    if (this.#channel?.state !== "connected") return;
+    const [jobId] = await scheduleDeliveries(notificationIds, DELIVER_JOB, name);
+    if (jobId === undefined) return;
+    this.#wake();
+    // Other instances on the same database hear of the jobs too. Best
+    // effort: their poll finds the jobs anyway.
+    if (this.#channel?.state !== "connected" || this.#channel instanceof InMemoryNotificationChannel) return;
     const now = new Date();
-    await Promise.all(
-      jobIds
-        .slice(0, PARALLEL_WAKEUPS)
-        .map((id) =>
-          this.#channel
-            ?.publish({ jobId: id as unknown as JobId, jobName: DELIVER_JOB, nextRunAt: now, priority: 0, timestamp: now, source: name })
-            .catch((err: unknown) => this.deps.log.warn({ err }, "wake-up failed; the poll will find the jobs")),
-        ),
-    );
+    await this.#channel
+      .publish({ jobId: jobId as unknown as JobId, jobName: DELIVER_JOB, nextRunAt: now, priority: 0, timestamp: now, source: name })
+      .catch((err: unknown) => this.deps.log.warn({ err }, "wake-up failed; the poll will find the jobs"));
+  }
+
+  /** Lets Agenda look for due jobs now, once per turn of the event loop. */
+  #wake(): void {
+    if (this.#wakePending || this.#stopping) return;
+    this.#wakePending = true;
+    setImmediate(() => {
+      this.#wakePending = false;
+      const now = new Date();
+      const notification = { jobId: "" as unknown as JobId, jobName: DELIVER_JOB, nextRunAt: now, priority: 0, timestamp: now };
+      Promise.resolve(this.#fill?.(notification)).catch((err: unknown) => this.deps.log.warn({ err }, "waking the scheduler failed"));
+    });
+  }
+
+  /**
+   * The channel for "a job is due" wake-ups only. Agenda would also publish
+   * every job's start/success/complete through it (three NOTIFY round trips
+   * per delivery on PostgreSQL) for listeners we don't have. This process
+   * wakes its own scheduler directly (#wake), so its own wake-ups coming
+   * back through the database are ignored.
+   */
+  #wakeupsOnly(channel: NotificationChannel): NotificationChannel {
+    const { name } = this.options;
+    const subscribe: NotificationChannel["subscribe"] = (handler) => {
+      this.#fill = handler;
+      const unsubscribe = channel.subscribe((notification) => (notification.source === name ? undefined : handler(notification)));
+      return () => {
+        this.#fill = undefined;
+        unsubscribe();
+      };
+    };
+    return withOverrides(channel, { subscribe, publishState: undefined, subscribeState: undefined });
   }
 
   /** Queues notifications accepted before a crash cut them off from the scheduler. */
@@ -158,6 +218,9 @@ export class DeliveryScheduler implements DeliveryQueue {
     clearInterval(this.#sweepTimer);
     this.#stopping = true;
     await this.#agenda.stop(false);
+    await this.#batching
+      ?.release()
+      .catch((err: unknown) => this.deps.log.warn({ err }, "releasing job locks failed; they expire by themselves"));
     if (!(await this.#idle(drainTimeoutMs))) {
       interrupt();
       await this.#idle(INTERRUPTED_SAVE_WAIT_MS);
@@ -181,10 +244,16 @@ export class DeliveryScheduler implements DeliveryQueue {
  * The job repository, refusing to lock jobs once stopping: a lock taken by a
  * fill that raced the stop is handed straight back.
  */
-function guardLocks(repository: JobRepository, isStopping: () => boolean, onError: (error: unknown) => void): JobRepository {
+function guardLocks(
+  repository: JobRepository,
+  isStopping: () => boolean,
+  onLockResult: (found: boolean) => void,
+  onError: (error: unknown) => void,
+): JobRepository {
   const getNextJobToRun: JobRepository["getNextJobToRun"] = async (...args) => {
     if (isStopping()) return undefined;
     const job = await repository.getNextJobToRun(...args);
+    onLockResult(job !== undefined);
     if (job?._id !== undefined && isStopping()) {
       await repository.unlockJobs([job._id]);
       return undefined;
@@ -195,28 +264,4 @@ function guardLocks(repository: JobRepository, isStopping: () => boolean, onErro
   const unlockJob: JobRepository["unlockJob"] = (job) => repository.unlockJob(job).catch((err: unknown) => onError(err));
   const unlockJobs: JobRepository["unlockJobs"] = (ids) => repository.unlockJobs(ids).catch((err: unknown) => onError(err));
   return withOverrides(repository, { getNextJobToRun, unlockJob, unlockJobs });
-}
-
-/**
- * The channel for "a job is due" wake-ups only. Agenda would also publish
- * every job's start/success/complete through it (three NOTIFY round trips
- * per delivery on PostgreSQL) for listeners we don't have.
- */
-function wakeupsOnly(channel: NotificationChannel | undefined): { notificationChannel?: NotificationChannel } {
-  if (!channel) return {};
-  return { notificationChannel: withOverrides(channel, { publishState: undefined, subscribeState: undefined }) };
-}
-
-/**
- * `target` with some members replaced; everything else is the target's own,
- * methods bound to it (the backend keeps sharing state with the original).
- */
-function withOverrides<T extends object>(target: T, overrides: { [K in keyof T]?: T[K] | undefined }): T {
-  return new Proxy(target, {
-    get(object, property) {
-      if (Object.hasOwn(overrides, property)) return overrides[property as keyof T];
-      const value = Reflect.get(object, property, object);
-      return typeof value === "function" ? value.bind(object) : value;
-    },
-  });
 }

@@ -4,9 +4,10 @@ import { type AgendaBackend, InMemoryNotificationChannel, type NotificationChann
 import { MongoClient } from "mongodb";
 import pg from "pg";
 import type { Logger } from "pino";
+import type { BulkJobOperations } from "../delivery/job-batching.js";
 import type { Store } from "../domain/ports.js";
 import { createMongoStore, ensureMongoIndexes } from "./mongo/mongo-store.js";
-import { createPostgresDeliveryScheduler } from "./postgres/agenda-jobs.js";
+import { createPostgresBulkJobOperations, createPostgresDeliveryScheduler } from "./postgres/agenda-jobs.js";
 import { startEmbeddedPostgres } from "./postgres/embedded-pglite.js";
 import { createPostgresStore } from "./postgres/postgres-store.js";
 import { migrate } from "./postgres/schema.js";
@@ -25,6 +26,8 @@ export interface OpenStore {
   notificationChannel?: NotificationChannel;
   /** Claims notifications and inserts their Agenda jobs atomically, where the backend allows it. */
   scheduleDeliveries?: (notificationIds: readonly string[], jobName: string, lastModifiedBy: string) => Promise<string[]>;
+  /** Agenda's per-job statements for many jobs at once, where the backend allows it. */
+  bulkJobs?: BulkJobOperations;
   /** For logs: which store, never credentials. */
   description: string;
   close(): Promise<void>;
@@ -113,6 +116,7 @@ async function openPostgres(
     store: createPostgresStore(pool),
     agendaBackend: new PostgresBackend({ pool }),
     scheduleDeliveries: createPostgresDeliveryScheduler(pool),
+    bulkJobs: createPostgresBulkJobOperations(pool),
     ...(notificationChannel ? { notificationChannel } : {}),
     description,
     close: () => pool.end(),

@@ -1,4 +1,7 @@
+import type { JobId, JobParameters } from "agenda";
 import type { Pool } from "pg";
+import { Coalescer } from "../../coalescer.js";
+import type { BulkJobOperations } from "../../delivery/job-batching.js";
 
 /** Agenda's jobs table, as @agendajs/postgres-backend creates it. */
 const AGENDA_TABLE = "agenda_jobs";
@@ -11,17 +14,160 @@ const AGENDA_TABLE = "agenda_jobs";
  * Returns the new job ids.
  */
 export function createPostgresDeliveryScheduler(pool: Pool) {
-  return async (notificationIds: readonly string[], jobName: string, lastModifiedBy: string): Promise<string[]> => {
-    if (notificationIds.length === 0) return [];
-    const { rows } = await pool.query<{ id: string }>(
-      `WITH claimed AS (
+  // Publishes arriving together are scheduled together.
+  const schedule = new Coalescer(async (calls: Array<{ ids: readonly string[]; jobName: string; lastModifiedBy: string }>) => {
+    const { rows } = await pool.query<{ id: string; notification_id: string }>({
+      name: "wh-schedule-deliveries",
+      text: `WITH claimed AS (
          UPDATE wh_notifications SET scheduled = true WHERE id = ANY($1::text[]) AND NOT scheduled RETURNING id
+       ), input AS (
+         -- One job per notification, even if two callers in the batch name it.
+         SELECT DISTINCT ON (notification_id) * FROM unnest($1::text[], $2::text[], $3::text[]) AS t (notification_id, name, last_modified_by)
        )
        INSERT INTO "${AGENDA_TABLE}" (name, priority, next_run_at, type, data, disabled, fork, last_modified_by)
-       SELECT $2, 0, now(), 'normal', jsonb_build_object('notificationId', claimed.id), false, false, $3 FROM claimed
-       RETURNING id`,
-      [notificationIds, jobName, lastModifiedBy],
+       SELECT input.name, 0, now(), 'normal', jsonb_build_object('notificationId', claimed.id), false, false, input.last_modified_by
+       FROM claimed JOIN input ON input.notification_id = claimed.id
+       RETURNING id, data->>'notificationId' AS notification_id`,
+      values: [
+        calls.flatMap((call) => call.ids),
+        calls.flatMap((call) => call.ids.map(() => call.jobName)),
+        calls.flatMap((call) => call.ids.map(() => call.lastModifiedBy)),
+      ],
+    });
+    const jobIds = new Map(rows.map((row) => [row.notification_id, String(row.id)]));
+    return calls.map((call) =>
+      call.ids.flatMap((id) => {
+        const jobId = jobIds.get(id);
+        jobIds.delete(id);
+        return jobId ?? [];
+      }),
     );
-    return rows.map((row) => String(row.id));
+  });
+  return async (notificationIds: readonly string[], jobName: string, lastModifiedBy: string): Promise<string[]> =>
+    notificationIds.length === 0 ? [] : schedule.call({ ids: notificationIds, jobName, lastModifiedBy });
+}
+
+interface JobRow {
+  id: string;
+  name: string;
+  priority: number;
+  next_run_at: Date | null;
+  type: "normal" | "single";
+  locked_at: Date | null;
+  last_finished_at: Date | null;
+  failed_at: Date | null;
+  fail_count: number | null;
+  fail_reason: string | null;
+  repeat_timezone: string | null;
+  last_run_at: Date | null;
+  repeat_interval: string | null;
+  data: unknown;
+  repeat_at: string | null;
+  disabled: boolean;
+  progress: number | null;
+  fork: boolean | null;
+  last_modified_by: string | null;
+  debounce_started_at: Date | null;
+  start_date: Date | null;
+  end_date: Date | null;
+  skip_days: number[] | null;
+}
+
+const defined = <K extends string, V>(key: K, value: V | null): { [P in K]?: V } =>
+  (value === null ? {} : { [key]: value }) as { [P in K]?: V };
+
+/** A row as the backend's own repository reads it. */
+const toJob = (row: JobRow): JobParameters => ({
+  _id: row.id as unknown as JobId,
+  name: row.name,
+  priority: row.priority,
+  nextRunAt: row.next_run_at,
+  type: row.type,
+  data: row.data,
+  disabled: row.disabled,
+  ...defined("lockedAt", row.locked_at),
+  ...defined("lastFinishedAt", row.last_finished_at),
+  ...defined("failedAt", row.failed_at),
+  ...defined("failCount", row.fail_count),
+  ...defined("failReason", row.fail_reason),
+  ...defined("repeatTimezone", row.repeat_timezone),
+  ...defined("lastRunAt", row.last_run_at),
+  ...defined("repeatInterval", row.repeat_interval),
+  ...defined("repeatAt", row.repeat_at),
+  ...defined("progress", row.progress),
+  ...defined("fork", row.fork),
+  ...defined("lastModifiedBy", row.last_modified_by),
+  ...defined("debounceStartedAt", row.debounce_started_at),
+  ...defined("startDate", row.start_date),
+  ...defined("endDate", row.end_date),
+  ...defined("skipDays", row.skip_days),
+});
+
+/**
+ * The backend's getNextJobToRun and saveJobState, each for many jobs in one
+ * statement, with the same conditions and columns.
+ */
+export function createPostgresBulkJobOperations(pool: Pool): BulkJobOperations {
+  return {
+    async lockNextJobs(jobName, dueBy, lockDeadline, limit, lastModifiedBy) {
+      const { rows } = await pool.query<JobRow>({
+        name: "wh-lock-next-jobs",
+        text: `UPDATE "${AGENDA_TABLE}" SET locked_at = $6, last_modified_by = $4
+         WHERE id IN (
+           SELECT id FROM "${AGENDA_TABLE}"
+           WHERE name = $1 AND disabled = FALSE
+             AND ((locked_at IS NULL AND next_run_at <= $2) OR locked_at <= $3)
+           ORDER BY next_run_at ASC NULLS LAST, priority DESC
+           LIMIT $5
+           FOR UPDATE SKIP LOCKED
+         )
+         RETURNING *`,
+        values: [jobName, dueBy, lockDeadline, lastModifiedBy ?? null, limit, new Date()],
+      });
+      return rows
+        .sort((a, b) => (a.next_run_at?.getTime() ?? Infinity) - (b.next_run_at?.getTime() ?? Infinity) || b.priority - a.priority)
+        .map(toJob);
+    },
+
+    async saveJobStates(saves) {
+      const column = <T>(pick: (job: JobParameters) => T) => saves.map((save) => pick(save.job));
+      const { rows } = await pool.query<{ id: string }>({
+        name: "wh-save-job-states",
+        text: `UPDATE "${AGENDA_TABLE}" AS j
+         SET locked_at = t.locked_at, next_run_at = t.next_run_at, last_run_at = t.last_run_at, progress = t.progress,
+             fail_reason = t.fail_reason, fail_count = t.fail_count, failed_at = t.failed_at,
+             last_finished_at = t.last_finished_at, last_modified_by = t.last_modified_by
+         FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::timestamptz[], $6::real[], $7::text[],
+                     $8::int[], $9::timestamptz[], $10::timestamptz[], $11::text[])
+           AS t (id, name, locked_at, next_run_at, last_run_at, progress, fail_reason, fail_count, failed_at, last_finished_at,
+                 last_modified_by)
+         WHERE j.id = t.id AND j.name = t.name
+         RETURNING j.id`,
+        values: [
+          column((job) => String(job._id)),
+          column((job) => job.name),
+          column((job) => job.lockedAt ?? null),
+          column((job) => job.nextRunAt ?? null),
+          column((job) => job.lastRunAt ?? null),
+          column((job) => job.progress ?? null),
+          column((job) => job.failReason ?? null),
+          column((job) => job.failCount ?? null),
+          column((job) => job.failedAt ?? null),
+          column((job) => job.lastFinishedAt ?? null),
+          saves.map((save) => save.lastModifiedBy ?? null),
+        ],
+      });
+      const saved = new Set(rows.map((row) => String(row.id)));
+      return saves.map((save) => saved.has(String(save.job._id)));
+    },
+
+    async removeJobs(ids) {
+      const { rows } = await pool.query<{ id: string }>({
+        name: "wh-remove-jobs",
+        text: `DELETE FROM "${AGENDA_TABLE}" WHERE id = ANY($1::uuid[]) RETURNING id`,
+        values: [ids],
+      });
+      return rows.map((row) => String(row.id));
+    },
   };
 }

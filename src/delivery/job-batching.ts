@@ -1,0 +1,185 @@
+import type { JobId, JobParameters, JobRepository } from "agenda";
+import { Coalescer } from "../coalescer.js";
+
+/** Statements that serve many Agenda jobs at once, where the backend has them (PostgreSQL). */
+export interface BulkJobOperations {
+  /** getNextJobToRun for up to `limit` jobs due by `dueBy`, in the order it would find them one by one. */
+  lockNextJobs(jobName: string, dueBy: Date, lockDeadline: Date, limit: number, lastModifiedBy?: string): Promise<JobParameters[]>;
+  /** saveJobState for many jobs: true where the job still existed and was saved. */
+  saveJobStates(saves: ReadonlyArray<{ job: JobParameters; lastModifiedBy?: string }>): Promise<boolean[]>;
+  /** Deletes the jobs; answers the ids that existed. */
+  removeJobs(ids: readonly string[]): Promise<string[]>;
+}
+
+export interface BatchingRepository {
+  repository: JobRepository;
+  /** Hands back the locks taken ahead and not given to Agenda yet. */
+  release(): Promise<void>;
+}
+
+/**
+ * Agenda's job repository with its per-delivery statements shared. Agenda
+ * locks one job per round trip and saves each job's state twice, then deletes
+ * it; here a fill locks `lockBatch` jobs in one statement and hands them out
+ * one by one, and the saves and deletes of jobs finishing together go out as
+ * one statement each. Agenda still locks, runs, saves and retries every job.
+ */
+export function batchJobs(
+  base: JobRepository,
+  bulk: BulkJobOperations,
+  options: {
+    lockBatch: number;
+    /** Jobs were locked ahead with no fill waiting for them: Agenda should look again. */
+    onMoreLocked: () => void;
+    onError: (error: unknown) => void;
+  },
+): BatchingRepository {
+  const { lockBatch, onMoreLocked, onError } = options;
+  const buffers = new Map<string, JobParameters[]>();
+  const fetches = new Set<Promise<unknown>>();
+  let released = false;
+  /** A job was handed out in this turn of the event loop: a fill is running through the buffer. */
+  let handingOut = false;
+  let lookingAhead = false;
+  let lookAgain = false;
+  const saves = new Coalescer((calls: Array<{ job: JobParameters; lastModifiedBy?: string }>) => bulk.saveJobStates(calls));
+  const removes = new Coalescer(async (ids: string[]) => {
+    const removed = new Set(await bulk.removeJobs(ids));
+    return ids.map((id) => (removed.has(id) ? 1 : 0));
+  });
+
+  /**
+   * The next job locked ahead. One that waited past half its lock lifetime
+   * is handed back to the table instead: its lock must not run out while it runs.
+   */
+  const take = (name: string, lockDeadline: Date): JobParameters | undefined => {
+    const buffer = buffers.get(name) ?? [];
+    const freshAfter = (Date.now() + lockDeadline.getTime()) / 2;
+    const stale: JobId[] = [];
+    let job = buffer.shift();
+    while (job && (job.lockedAt?.getTime() ?? 0) < freshAfter) {
+      stale.push(job._id as JobId);
+      job = buffer.shift();
+    }
+    if (stale.length > 0) base.unlockJobs(stale).catch(onError);
+    if (job && !handingOut) {
+      handingOut = true;
+      setImmediate(() => {
+        handingOut = false;
+      });
+    }
+    return job;
+  };
+
+  type LockArguments = [name: string, lockDeadline: Date, lastModifiedBy: string | undefined];
+
+  /**
+   * Locks up to a batch of due jobs into the buffer; answers how many.
+   * Agenda would also lock jobs due before its next poll, and hold them in
+   * its queue until their time: retries waiting there take the places of
+   * fresh deliveries. Here a job is locked once due, and the poll finds a
+   * retry at most one poll interval after its time.
+   */
+  const lockAhead = async ([name, lockDeadline, lastModifiedBy]: LockArguments): Promise<number> => {
+    const locked = bulk.lockNextJobs(name, new Date(), lockDeadline, lockBatch, lastModifiedBy);
+    fetches.add(locked);
+    try {
+      const jobs = await locked;
+      if (released) {
+        if (jobs.length > 0) await base.unlockJobs(jobs.map((job) => job._id as JobId));
+        return 0;
+      }
+      buffers.set(name, [...(buffers.get(name) ?? []), ...jobs]);
+      return jobs.length;
+    } finally {
+      fetches.delete(locked);
+    }
+  };
+
+  /**
+   * Looks for more due jobs without holding up the fill that emptied the
+   * buffer (Agenda starts running what it took only once its fill ends), and
+   * wakes Agenda if it finds some. A request made while one is in flight
+   * runs again after it, so no job committed before the request is missed.
+   */
+  const lookAhead = (args: LockArguments): void => {
+    if (lookingAhead) {
+      lookAgain = true;
+      return;
+    }
+    lookingAhead = true;
+    void (async () => {
+      do {
+        lookAgain = false;
+        const found = await lockAhead(args).catch((error: unknown) => {
+          onError(error);
+          return 0;
+        });
+        if (found > 0) onMoreLocked();
+      } while (lookAgain && !released);
+      lookingAhead = false;
+    })();
+  };
+
+  const getNextJobToRun: JobRepository["getNextJobToRun"] = async (name, _nextScanAt, lockDeadline, _now, lockOptions) => {
+    const args: LockArguments = [name, lockDeadline, lockOptions?.lastModifiedBy];
+    const ready = take(name, lockDeadline);
+    if (ready) return ready;
+    // The fill that just emptied the buffer ends here; the next batch is locked behind it.
+    if (handingOut) {
+      lookAhead(args);
+      return undefined;
+    }
+    await lockAhead(args);
+    return take(name, lockDeadline);
+  };
+
+  /**
+   * Agenda hands a job back when its lock limit filled up while the job was
+   * being fetched; a due job goes back to the front of the line, still locked,
+   * instead of back to the table (where the next fill would lock it again).
+   */
+  const unlockJob: JobRepository["unlockJob"] = async (job) => {
+    const due = job.nextRunAt !== null && job.nextRunAt.getTime() <= Date.now();
+    if (released || !due || job.lockedAt === undefined) return base.unlockJob(job);
+    buffers.set(job.name, [{ ...job }, ...(buffers.get(job.name) ?? [])]);
+  };
+
+  const saveJobState: JobRepository["saveJobState"] = async (job, options) => {
+    const saved = await saves.call({ job, ...(options?.lastModifiedBy ? { lastModifiedBy: options.lastModifiedBy } : {}) });
+    // The backend's own words, which Agenda expects for a job deleted meanwhile.
+    if (!saved) throw new Error(`job ${job._id} (name: ${job.name}) cannot be updated in the database, maybe it does not exist anymore?`);
+  };
+
+  // Agenda deletes a finished one-time job by its id alone; other deletes go as they came.
+  const removeJobs: JobRepository["removeJobs"] = (options) => {
+    const only = Object.entries(options).filter(([, value]) => value !== undefined);
+    if (only.length === 1 && only[0]?.[0] === "id") return removes.call(String(options.id));
+    return base.removeJobs(options);
+  };
+
+  return {
+    repository: withOverrides(base, { getNextJobToRun, unlockJob, saveJobState, removeJobs }),
+    async release() {
+      released = true;
+      await Promise.allSettled(fetches);
+      const ids = [...buffers.values()].flat().map((job) => job._id as JobId);
+      buffers.clear();
+      if (ids.length > 0) await base.unlockJobs(ids);
+    },
+  };
+}
+
+/**
+ * `target` with some members replaced; everything else is the target's own,
+ * methods bound to it (the backend keeps sharing state with the original).
+ */
+export function withOverrides<T extends object>(target: T, overrides: { [K in keyof T]?: T[K] | undefined }): T {
+  return new Proxy(target, {
+    get(object, property) {
+      if (Object.hasOwn(overrides, property)) return overrides[property as keyof T];
+      const value = Reflect.get(object, property, object);
+      return typeof value === "function" ? value.bind(object) : value;
+    },
+  });
+}
