@@ -4,13 +4,14 @@
  * (a bare sign-and-POST loop to the same receiver). Prints figures; asserts nothing.
  */
 import { type ChildProcess, fork, spawn } from "node:child_process";
-import { createPrivateKey, generateKeyPairSync, sign } from "node:crypto";
+import { createPrivateKey, generateKeyPairSync } from "node:crypto";
 import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { Agent } from "undici";
+import { signBodyOffThread } from "../src/domain/signature.js";
 import { steadyRate, summarise } from "./stats.js";
 
 const quick = process.argv.includes("--quick");
@@ -112,7 +113,8 @@ async function ceiling(receiver: ChildProcess, receiverPort: number): Promise<nu
         method: "POST",
         headers: {
           "content-type": "application/json",
-          "X-Signature": sign("sha256", Buffer.from(body), key).toString("base64"),
+          // Signed as the service signs: on the thread pool.
+          "X-Signature": await signBodyOffThread(body, key),
           "X-JobId": `c${seq}`,
           "X-JobAttempt": "0",
         },
@@ -304,6 +306,7 @@ async function main() {
         const admin = new pg.Client({ connectionString: adminUrl });
         await admin.connect();
         await admin.query(`CREATE DATABASE ${name}`);
+        if (process.env.BENCH_ASYNC_COMMIT) await admin.query(`ALTER DATABASE ${name} SET synchronous_commit = off`);
         const url = new URL(adminUrl);
         url.pathname = `/${name}`;
         return {

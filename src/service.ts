@@ -29,7 +29,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
   const shutdown = new AbortController();
   let ready = false;
   const opened = await openStore(config.store, log);
-  const { store } = opened;
+  const { store, deliveryStore } = opened;
   try {
     const sealer = new KeySealer(
       config.signingMasterKey ?? (await loadOrCreateMasterKey(config.store.kind === "embedded" ? config.store.dataDir : ".", log)),
@@ -46,7 +46,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
       userAgent: "webhook-notification-service/0.1",
     });
     const worker = new DeliveryWorker({
-      store,
+      store: deliveryStore,
       sender,
       retryPolicy: config.retryPolicy,
       sealer,
@@ -70,7 +70,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
         sweepIntervalMs: 60_000,
         name: `webhooks-${process.pid}`,
       },
-      { worker, notifications: store.notifications, log },
+      { worker, notifications: deliveryStore.notifications, log },
     );
     const subscriptions = new Subscriptions({
       store: store.subscriptions,

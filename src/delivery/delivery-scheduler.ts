@@ -16,6 +16,8 @@ import { type BatchingRepository, type BulkJobOperations, batchJobs, withOverrid
 
 export const DELIVER_JOB = "deliver-notification";
 const INTERRUPTED_SAVE_WAIT_MS = 5_000;
+/** A delivered (or given up) notification's job is deleted; the notification keeps the history. */
+const REMOVE_ON_COMPLETE = true;
 
 interface DeliverJobData {
   notificationId: string;
@@ -84,7 +86,7 @@ export class DeliveryScheduler implements DeliveryQueue {
       lockLimit: options.concurrency * 2,
       defaultLockLimit: options.concurrency * 2,
       defaultLockLifetime: options.lockLifetimeMs,
-      removeOnComplete: true,
+      removeOnComplete: REMOVE_ON_COMPLETE,
       ...(this.#channel ? { notificationChannel: this.#channel } : {}),
     });
     const onUnlockError = (err: unknown) => deps.log.warn({ err }, "releasing a job lock failed; it expires by itself");
@@ -92,6 +94,7 @@ export class DeliveryScheduler implements DeliveryQueue {
       options.bulkJobs &&
       batchJobs(this.#agenda.db, options.bulkJobs, {
         lockBatch: options.concurrency,
+        removeOnComplete: REMOVE_ON_COMPLETE,
         onMoreLocked: () => this.#wake(),
         onError: (err) => deps.log.warn({ err }, "locking jobs ahead failed; locks expire by themselves and the poll finds due jobs"),
       });

@@ -29,6 +29,17 @@ export function signBody(body: string | Uint8Array, privateKey: KeyObject | stri
   return sign("sha256", typeof body === "string" ? Buffer.from(body, "utf8") : body, key).toString("base64");
 }
 
+/**
+ * signBody on libuv's thread pool: RSA signing is most of a delivery's CPU,
+ * and there it runs beside the event loop instead of blocking it.
+ */
+export function signBodyOffThread(body: string | Uint8Array, privateKey: KeyObject): Promise<string> {
+  const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body;
+  return new Promise((resolve, reject) =>
+    sign("sha256", bytes, privateKey, (error, signature) => (error ? reject(error) : resolve(signature.toString("base64")))),
+  );
+}
+
 /** What a subscriber does with the body, the header and the subscription's key. */
 export function verifyBody(body: string | Uint8Array, signatureBase64: string, publicKeyPem: string | KeyObject): boolean {
   const key = typeof publicKeyPem === "string" ? createPublicKey(publicKeyPem) : publicKeyPem;

@@ -20,7 +20,14 @@ export type StoreConfig =
 
 /** A ready store plus the Agenda backend on the same database. */
 export interface OpenStore {
+  /** What the API answers from: a write is durable before the answer. */
   store: Store;
+  /**
+   * What deliveries write their bookkeeping through (attempts, failure
+   * streaks), next to Agenda's jobs. It may commit without waiting for the
+   * disk (see openPostgres); elsewhere it is `store` itself.
+   */
+  deliveryStore: Store;
   agendaBackend: AgendaBackend;
   /** Set where the backend's own channel can't reach this process's scheduler. */
   notificationChannel?: NotificationChannel;
@@ -67,7 +74,7 @@ export async function openStore(config: StoreConfig, log: Logger): Promise<OpenS
       }
     }
     case "postgres":
-      return openPostgres(config.url, config.poolSize, `PostgreSQL at ${redact(config.url)}`, log);
+      return openPostgres(config.url, config.poolSize, `PostgreSQL at ${redact(config.url)}`, log, undefined, { asyncBookkeeping: true });
     case "mongodb":
       return openMongo(config.url, config.changeStreams);
   }
@@ -79,8 +86,10 @@ async function openMongo(url: string, changeStreams: boolean): Promise<OpenStore
   try {
     const db = client.db();
     await ensureMongoIndexes(db);
+    const store = await createMongoStore(db);
     return {
-      store: await createMongoStore(db),
+      store,
+      deliveryStore: store,
       agendaBackend: new MongoBackend({ mongo: db, collection: "wh_agenda_jobs" }),
       // MongoDB has no LISTEN/NOTIFY: in-process wake-ups for one instance,
       // a change stream on the jobs collection when several share the database.
@@ -96,31 +105,62 @@ async function openMongo(url: string, changeStreams: boolean): Promise<OpenStore
   }
 }
 
+/**
+ * Two pools on PostgreSQL. The API's commits wait for the WAL flush: an
+ * accepted notification is on disk before the answer. Delivery bookkeeping
+ * (Agenda's job rows, scheduling, attempt records) commits with
+ * synchronous_commit=off: a crash of the database server itself can roll
+ * back its last few hundred milliseconds, which can only repeat a delivery
+ * (same X-JobId; the sweep re-queues a notification whose scheduling rolled
+ * back), never lose one, and no delivery waits for a disk flush. WAL order
+ * keeps the bookkeeping consistent: a rolled-back attempt record takes the
+ * later job updates with it.
+ */
 async function openPostgres(
   url: string,
   poolSize: number,
   description: string,
   log: Logger,
   notificationChannel?: NotificationChannel,
+  { asyncBookkeeping = false } = {},
 ): Promise<OpenStore> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  const bookkeeping = asyncBookkeeping
+    ? new pg.Pool({ connectionString: url, max: poolSize, options: withSetting(url, "synchronous_commit=off") })
+    : pool;
   // An idle client losing its connection must not crash the process; the pool replaces it.
-  pool.on("error", (err) => log.error({ err }, "idle database connection failed"));
+  for (const p of new Set([pool, bookkeeping])) p.on("error", (err) => log.error({ err }, "idle database connection failed"));
+  const close = async () => {
+    await Promise.all([...new Set([pool, bookkeeping])].map((p) => p.end()));
+  };
   try {
     await migrate(pool);
   } catch (error) {
-    await pool.end();
+    await close();
     throw error;
   }
+  const store = createPostgresStore(pool);
   return {
-    store: createPostgresStore(pool),
-    agendaBackend: new PostgresBackend({ pool }),
-    scheduleDeliveries: createPostgresDeliveryScheduler(pool),
-    bulkJobs: createPostgresBulkJobOperations(pool),
+    store,
+    deliveryStore: bookkeeping === pool ? store : createPostgresStore(bookkeeping),
+    agendaBackend: new PostgresBackend({ pool: bookkeeping }),
+    scheduleDeliveries: createPostgresDeliveryScheduler(bookkeeping),
+    bulkJobs: createPostgresBulkJobOperations(bookkeeping),
     ...(notificationChannel ? { notificationChannel } : {}),
     description,
-    close: () => pool.end(),
+    close,
   };
+}
+
+/** The URL's own `options` (e.g. a search_path) plus one more `-c` setting. */
+function withSetting(url: string, setting: string): string {
+  let own = "";
+  try {
+    own = new URL(url).searchParams.get("options") ?? "";
+  } catch {
+    // Not a URL (a libpq keyword string): nothing of its own to keep.
+  }
+  return `${own} -c ${setting}`.trim();
 }
 
 /** A connection URL without its password, for logs. */

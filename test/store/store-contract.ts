@@ -154,6 +154,46 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<St
     t.deepEqual(await notifications.listAttempts(newId("ntf")), []);
   });
 
+  test(`${name}: reads and attempt records made together answer each caller`, async (t) => {
+    const store = await open();
+    const client = await store.clients.ensureWithKey("together", newId("cli"));
+    const subscriptions = [subscription(client.id), subscription(client.id)];
+    for (const s of subscriptions) await store.subscriptions.insert(s);
+    const notifications = Array.from({ length: 20 }, (_, i) =>
+      notification(subscriptions[i % 2] as Subscription, { body: `{"n":${i}}`, createdAt: seconds(500), updatedAt: seconds(500) }),
+    );
+    await Promise.all([store.notifications.insert(notifications.slice(0, 10)), store.notifications.insert(notifications.slice(10))]);
+
+    const read = await Promise.all([...notifications.map((n) => store.notifications.get(n.id)), store.notifications.get(newId("ntf"))]);
+    t.deepEqual(
+      read.map((n) => n?.body),
+      [...notifications.map((n) => n.body), undefined],
+    );
+    const subs = await Promise.all([...subscriptions, ...subscriptions].map((s) => store.subscriptions.get(s.id)));
+    t.deepEqual(
+      subs.map((s) => s?.id),
+      [...subscriptions, ...subscriptions].map((s) => s.id),
+    );
+
+    await Promise.all(
+      notifications.map((n, i) =>
+        store.notifications.recordAttempt(
+          { notificationId: n.id, attempt: 0, startedAt: seconds(20), durationMs: i, statusCode: 200 + i, succeeded: i % 2 === 0 },
+          i % 2 === 0 ? "delivered" : "pending",
+        ),
+      ),
+    );
+    for (const [i, n] of notifications.entries()) {
+      const stored = await store.notifications.get(n.id);
+      t.is(stored?.status, i % 2 === 0 ? "delivered" : "pending");
+      t.is(stored?.attemptCount, 1);
+      t.deepEqual(
+        (await store.notifications.listAttempts(n.id)).map((a) => [a.statusCode, a.durationMs]),
+        [[200 + i, i]],
+      );
+    }
+  });
+
   test(`${name}: clients are listed, keys are issued and revoked per client`, async (t) => {
     const { clients } = await open();
     const client = { id: newId("cli"), name: "Keys Inc", createdAt: seconds(5) };

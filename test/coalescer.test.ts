@@ -1,0 +1,41 @@
+import test from "ava";
+import { Coalescer } from "../src/coalescer.js";
+
+test("calls made in one turn share one run, each answered in order", async (t) => {
+  const runs: number[][] = [];
+  const doubler = new Coalescer(async (inputs: number[]) => {
+    runs.push(inputs);
+    return inputs.map((n) => n * 2);
+  });
+  t.deepEqual(await Promise.all([1, 2, 3].map((n) => doubler.call(n))), [2, 4, 6]);
+  t.deepEqual(runs, [[1, 2, 3]]);
+  // A lone call later is its own batch, and waits for no timer.
+  t.is(await doubler.call(5), 10);
+  t.deepEqual(runs.at(-1), [5]);
+});
+
+test("a batch is cut at its size limit", async (t) => {
+  const sizes: number[] = [];
+  const echo = new Coalescer(async (inputs: number[]) => {
+    sizes.push(inputs.length);
+    return inputs;
+  }, 4);
+  const outputs = await Promise.all(Array.from({ length: 10 }, (_, i) => echo.call(i)));
+  t.deepEqual(outputs, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  t.deepEqual(sizes, [4, 4, 2]);
+});
+
+test("when a shared run fails, each input is tried alone: only the bad one fails", async (t) => {
+  const runs: string[][] = [];
+  const upper = new Coalescer(async (inputs: string[]) => {
+    runs.push(inputs);
+    if (inputs.includes("bad")) throw new Error("bad input");
+    return inputs.map((s) => s.toUpperCase());
+  });
+  const results = await Promise.allSettled(["a", "bad", "c"].map((s) => upper.call(s)));
+  t.deepEqual(
+    results.map((r) => (r.status === "fulfilled" ? r.value : (r.reason as Error).message)),
+    ["A", "bad input", "C"],
+  );
+  t.deepEqual(runs, [["a", "bad", "c"], ["a"], ["bad"], ["c"]]);
+});
