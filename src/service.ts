@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import { createErrorInterceptor, createLoggingInterceptor } from "./api/interceptors.js";
 import { type Listener, listen } from "./api/listener.js";
@@ -27,6 +28,8 @@ export interface RunningService {
  */
 export async function startService(config: Config, log: Logger): Promise<RunningService> {
   const shutdown = new AbortController();
+  // Every delivery in flight listens for the shutdown.
+  setMaxListeners(0, shutdown.signal);
   let ready = false;
   const opened = await openStore(config.store, log);
   const { store, deliveryStore } = opened;

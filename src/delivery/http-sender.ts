@@ -79,8 +79,18 @@ export class HttpSender {
   async send(request: SendRequest): Promise<SendResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
-    const timeout = AbortSignal.timeout(this.options.timeoutMs);
+    // One controller for the timeout and the shutdown: AbortSignal.timeout and
+    // AbortSignal.any cost more than the rest of a request's bookkeeping.
+    const abort = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abort.abort();
+    }, this.options.timeoutMs);
+    const onShutdown = () => abort.abort();
+    request.signal.addEventListener("abort", onShutdown, { once: true });
     try {
+      if (request.signal.aborted) abort.abort();
       const target = new URL(request.url);
       // Literal IPs never reach the lookup hook, so they are checked here.
       if (!this.options.allowPrivateTargets && isIP(target.hostname.replace(/^\[|\]$/g, ""))) assertPublicHost(target.hostname);
@@ -94,7 +104,7 @@ export class HttpSender {
           ...request.headers,
         },
         body: request.body,
-        signal: AbortSignal.any([request.signal, timeout]),
+        signal: abort.signal,
       });
       const responseBody = await readCapped(response.body, this.options.maxResponseBytes);
       return {
@@ -106,7 +116,10 @@ export class HttpSender {
       };
     } catch (error) {
       if (request.signal.aborted) return { durationMs: elapsed(), error: "interrupted by shutdown", interrupted: true };
-      return { durationMs: elapsed(), error: describeFailure(error, timeout.aborted, this.options.timeoutMs), interrupted: false };
+      return { durationMs: elapsed(), error: describeFailure(error, timedOut, this.options.timeoutMs), interrupted: false };
+    } finally {
+      clearTimeout(timer);
+      request.signal.removeEventListener("abort", onShutdown);
     }
   }
 

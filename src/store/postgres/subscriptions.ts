@@ -73,6 +73,20 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     return ids.map((id) => byId.get(id));
   });
 
+  /** Publishes arriving together look up their subscribers in one statement. */
+  readonly #fanOutReads = new Coalescer<{ clientId: string; event: string }, Subscription[]>(async (keys) => {
+    const { rows } = await this.pool.query<SubscriptionRow & { call: number }>({
+      name: "wh-subscriptions-for-events",
+      text: `SELECT t.call::int AS call, s.* FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t (client_id, event, call)
+             JOIN wh_subscriptions s ON s.client_id = t.client_id AND s.event = t.event AND s.enabled
+             ORDER BY t.call, s.created_at, s.id`,
+      values: [keys.map((k) => k.clientId), keys.map((k) => k.event)],
+    });
+    const byCall = keys.map((): Subscription[] => []);
+    for (const row of rows) byCall[row.call - 1]?.push(toSubscription(row));
+    return byCall;
+  });
+
   constructor(private readonly pool: Pool) {}
 
   async insert(s: Subscription): Promise<void> {
@@ -105,13 +119,8 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     return rows.map(toSubscription);
   }
 
-  async listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]> {
-    const { rows } = await this.pool.query<SubscriptionRow>({
-      name: "wh-subscriptions-for-event",
-      text: "SELECT * FROM wh_subscriptions WHERE client_id = $1 AND event = $2 AND enabled ORDER BY created_at, id",
-      values: [clientId, event],
-    });
-    return rows.map(toSubscription);
+  listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]> {
+    return this.#fanOutReads.call({ clientId, event });
   }
 
   async update(s: Subscription, expectedUpdatedAt: Date): Promise<boolean> {

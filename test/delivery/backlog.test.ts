@@ -1,0 +1,81 @@
+import test from "ava";
+import pg from "pg";
+import { adminAuth, createClient } from "../helpers/admin.js";
+import { Receiver } from "../helpers/receiver.js";
+import { rest, startTestService } from "../helpers/service.js";
+import { storeTargets } from "../helpers/stores.js";
+
+const SUBSCRIPTIONS = 5;
+const EVENTS = 40;
+const NOTIFICATIONS = SUBSCRIPTIONS * EVENTS;
+
+async function subscribeAndPublish(baseUrl: string, receiver: Receiver): Promise<void> {
+  const owner = await createClient(baseUrl, "Backlog");
+  await rest(baseUrl, "POST", "/api/internal/eventTypes", { name: "Backlog.Tick", description: "a test event" }, adminAuth);
+  for (let i = 0; i < SUBSCRIPTIONS; i++) {
+    const created = await rest(
+      baseUrl,
+      "POST",
+      "/api/webhookSubscription",
+      { event: "Backlog.Tick", url: `${receiver.url}?s=${i}` },
+      owner.auth,
+    );
+    if (created.status !== 200) throw new Error(created.text);
+  }
+  const published = await Promise.all(
+    Array.from({ length: EVENTS }, (_, n) =>
+      rest(baseUrl, "POST", "/api/internal/events/publish", { clientId: owner.id, event: "Backlog.Tick", payload: { n } }, adminAuth),
+    ),
+  );
+  const refused = published.find((p) => p.status !== 200);
+  if (refused) throw new Error(`a publish was refused: ${refused.status} ${refused.text}`);
+}
+
+for (const target of storeTargets()) {
+  // With a poll a minute apart, only wake-ups move the jobs: a backlog many
+  // times Agenda's lock limit drains as attempts finish, each once.
+  test.serial(`${target.name}: a backlog far larger than the lock limit drains through wake-ups alone`, async (t) => {
+    const store = await target.create();
+    const receiver = await Receiver.start();
+    const { service, baseUrl } = await startTestService({ ...store.env, SCHEDULER_POLL_MS: "60000", DELIVERY_CONCURRENCY: "4" });
+    t.teardown(async () => {
+      await service.stop();
+      await receiver.close();
+      await store.cleanup();
+    });
+    await subscribeAndPublish(baseUrl, receiver);
+    const received = await receiver.waitFor(NOTIFICATIONS, 30_000);
+    const jobIds = new Set(received.map((r) => r.headers["x-jobid"]));
+    t.is(jobIds.size, NOTIFICATIONS, "every notification once");
+    t.true(received.every((r) => r.headers["x-jobattempt"] === "0"));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    t.is(receiver.requests.length, NOTIFICATIONS, "and nothing twice");
+  });
+}
+
+const postgres = storeTargets().find((target) => target.name === "postgres");
+if (postgres) {
+  test.serial("postgres: stopping mid-backlog hands every job lock back, also those locked ahead", async (t) => {
+    const store = await postgres.create();
+    const receiver = await Receiver.start(() => ({ status: 200, delayMs: 200 }));
+    const { service, baseUrl } = await startTestService({ ...store.env, DELIVERY_CONCURRENCY: "4" });
+    t.teardown(async () => {
+      await receiver.close();
+      await store.cleanup();
+    });
+    await subscribeAndPublish(baseUrl, receiver);
+    await receiver.waitFor(8);
+    await service.stop();
+    const client = new pg.Client({ connectionString: store.env.DATABASE_URL });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ locked: number; left: number }>(
+        "SELECT count(*) FILTER (WHERE locked_at IS NOT NULL)::int AS locked, count(*)::int AS left FROM agenda_jobs",
+      );
+      t.true((rows[0]?.left ?? 0) > 0, "the stop came before the backlog was done");
+      t.is(rows[0]?.locked, 0);
+    } finally {
+      await client.end();
+    }
+  });
+}
