@@ -8,9 +8,13 @@
  * answer: the calls that gathered meanwhile go next, as one. Under load the
  * batches grow by themselves; a lone call waits for no timer.
  *
- * `run` answers the inputs in order. If a batch of several fails, each input
- * is tried alone, so one bad row fails only its own call.
+ * `run` answers the inputs in order. If a batch of several fails with an
+ * error `splitOn` accepts (bad data, not a lost connection, where a retry
+ * could repeat a write that happened), each input is tried alone, so one bad
+ * row fails only its own call.
  */
+const DEFAULT_MAX_BATCH = 256;
+
 export class Coalescer<I, O> {
   #pending: Array<{ input: I; resolve: (output: O) => void; reject: (error: unknown) => void }> = [];
   #scheduled = false;
@@ -18,7 +22,7 @@ export class Coalescer<I, O> {
 
   constructor(
     private readonly run: (inputs: I[]) => Promise<O[]>,
-    private readonly maxBatch = 256,
+    private readonly options: { maxBatch?: number; splitOn?: (error: unknown) => boolean } = {},
   ) {}
 
   call(input: I): Promise<O> {
@@ -38,24 +42,25 @@ export class Coalescer<I, O> {
   }
 
   #flush(): void {
-    const batch = this.#pending.splice(0, this.maxBatch);
+    const batch = this.#pending.splice(0, this.options.maxBatch ?? DEFAULT_MAX_BATCH);
     if (batch.length === 0) return;
     this.#inFlight = true;
-    const settled = this.run(batch.map((call) => call.input)).then(
+    const run = (inputs: I[]) => Promise.resolve().then(() => this.run(inputs));
+    const settled = run(batch.map((call) => call.input)).then(
       (outputs) => {
         for (const [i, call] of batch.entries()) call.resolve(outputs[i] as O);
       },
       async (error: unknown) => {
-        if (batch.length === 1) {
-          (batch[0] as (typeof batch)[0]).reject(error);
+        if (batch.length === 1 || !this.options.splitOn?.(error)) {
+          for (const call of batch) call.reject(error);
           return;
         }
-        await Promise.all(batch.map((call) => this.run([call.input]).then((outputs) => call.resolve(outputs[0] as O), call.reject)));
+        await Promise.all(batch.map((call) => run([call.input]).then((outputs) => call.resolve(outputs[0] as O), call.reject)));
       },
     );
     void settled.finally(() => {
       this.#inFlight = false;
-      if (this.#pending.length >= this.maxBatch) this.#flush();
+      if (this.#pending.length >= (this.options.maxBatch ?? DEFAULT_MAX_BATCH)) this.#flush();
       else this.#schedule();
     });
   }

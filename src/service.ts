@@ -1,4 +1,6 @@
+import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
+import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { createErrorInterceptor, createLoggingInterceptor } from "./api/interceptors.js";
 import { type Listener, listen } from "./api/listener.js";
@@ -71,7 +73,9 @@ export async function startService(config: Config, log: Logger): Promise<Running
         // jobs come back soon.
         lockLifetimeMs: Math.max(2 * config.deliveryTimeoutMs, config.deliveryTimeoutMs + 10_000),
         sweepIntervalMs: 60_000,
-        name: `webhooks-${process.pid}`,
+        // Unique per instance (replicas in containers share pid 1): Agenda's
+        // lastModifiedBy, and how a scheduler tells its own wake-ups from others'.
+        name: `webhooks-${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
       },
       { worker, notifications: deliveryStore.notifications, log },
     );

@@ -16,26 +16,62 @@ test("calls made in one turn share one run, each answered in order", async (t) =
 
 test("a batch is cut at its size limit", async (t) => {
   const sizes: number[] = [];
-  const echo = new Coalescer(async (inputs: number[]) => {
-    sizes.push(inputs.length);
-    return inputs;
-  }, 4);
+  const echo = new Coalescer(
+    async (inputs: number[]) => {
+      sizes.push(inputs.length);
+      return inputs;
+    },
+    { maxBatch: 4 },
+  );
   const outputs = await Promise.all(Array.from({ length: 10 }, (_, i) => echo.call(i)));
   t.deepEqual(outputs, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   t.deepEqual(sizes, [4, 4, 2]);
 });
 
-test("when a shared run fails, each input is tried alone: only the bad one fails", async (t) => {
+test("when a shared run fails with bad data, each input is tried alone: only the bad one fails", async (t) => {
   const runs: string[][] = [];
-  const upper = new Coalescer(async (inputs: string[]) => {
-    runs.push(inputs);
-    if (inputs.includes("bad")) throw new Error("bad input");
-    return inputs.map((s) => s.toUpperCase());
-  });
+  const upper = new Coalescer(
+    async (inputs: string[]) => {
+      runs.push(inputs);
+      if (inputs.includes("bad")) throw new Error("bad input");
+      return inputs.map((s) => s.toUpperCase());
+    },
+    { splitOn: (error) => (error as Error).message === "bad input" },
+  );
   const results = await Promise.allSettled(["a", "bad", "c"].map((s) => upper.call(s)));
   t.deepEqual(
     results.map((r) => (r.status === "fulfilled" ? r.value : (r.reason as Error).message)),
     ["A", "bad input", "C"],
   );
   t.deepEqual(runs, [["a", "bad", "c"], ["a"], ["bad"], ["c"]]);
+});
+
+test("any other failure fails the whole batch once, without retries that could repeat a write", async (t) => {
+  let runs = 0;
+  const flaky = new Coalescer(async (inputs: number[]) => {
+    runs++;
+    if (runs === 1) throw new Error("connection lost");
+    if (runs === 2) throw "not even an Error";
+    return inputs;
+  });
+  const first = await Promise.allSettled([1, 2, 3].map((n) => flaky.call(n)));
+  t.deepEqual(
+    first.map((r) => r.status),
+    ["rejected", "rejected", "rejected"],
+  );
+  t.is(runs, 1);
+  t.is(await flaky.call(4).catch((reason: unknown) => reason), "not even an Error");
+  // It keeps working after failures.
+  t.is(await flaky.call(5), 5);
+});
+
+test("a run that throws before returning a promise fails its calls, not the process", async (t) => {
+  let calls = 0;
+  const broken = new Coalescer((inputs: number[]): Promise<number[]> => {
+    calls++;
+    if (calls === 1) throw new Error("thrown synchronously");
+    return Promise.resolve(inputs);
+  });
+  await t.throwsAsync(broken.call(1), { message: "thrown synchronously" });
+  t.is(await broken.call(2), 2);
 });

@@ -95,7 +95,10 @@ export class DeliveryScheduler implements DeliveryQueue {
       batchJobs(this.#agenda.db, options.bulkJobs, {
         lockBatch: options.concurrency,
         removeOnComplete: REMOVE_ON_COMPLETE,
-        onMoreLocked: () => this.#wake(),
+        onMoreLocked: () => {
+          this.#moreDue = true;
+          this.#wake();
+        },
         onError: (err) => deps.log.warn({ err }, "locking jobs ahead failed; locks expire by themselves and the poll finds due jobs"),
       });
     this.#agenda.db = guardLocks(
@@ -172,7 +175,9 @@ export class DeliveryScheduler implements DeliveryQueue {
     setImmediate(() => {
       this.#wakePending = false;
       const now = new Date();
-      const notification = { jobId: "" as unknown as JobId, jobName: DELIVER_JOB, nextRunAt: now, priority: 0, timestamp: now };
+      // No nextRunAt: Agenda skips a wake-up due after its next scan, and that
+      // scan time stands still while its lock limit is reached.
+      const notification = { jobId: "" as unknown as JobId, jobName: DELIVER_JOB, nextRunAt: null, priority: 0, timestamp: now };
       Promise.resolve(this.#fill?.(notification)).catch((err: unknown) => this.deps.log.warn({ err }, "waking the scheduler failed"));
     });
   }

@@ -1,10 +1,12 @@
-import type { JobId, JobParameters, JobRepository } from "agenda";
+import type { JobParameters, JobRepository } from "agenda";
 import { Coalescer } from "../coalescer.js";
 
 /** Statements that serve many Agenda jobs at once, where the backend has them (PostgreSQL). */
 export interface BulkJobOperations {
   /** getNextJobToRun for up to `limit` jobs due by `dueBy`, in the order it would find them one by one. */
   lockNextJobs(jobName: string, dueBy: Date, lockDeadline: Date, limit: number, lastModifiedBy?: string): Promise<JobParameters[]>;
+  /** Clears the locks still held as given; a job locked since by someone else keeps its lock. */
+  unlockIfHeld(jobs: ReadonlyArray<{ id: string; lockedAt: Date }>): Promise<void>;
   /** saveJobState for many jobs: true where the job still existed and was saved. */
   saveJobStates(saves: ReadonlyArray<{ job: JobParameters; lastModifiedBy?: string }>): Promise<boolean[]>;
   /** Deletes the jobs; answers the ids that existed. */
@@ -13,6 +15,13 @@ export interface BulkJobOperations {
 
 /** Ids deleted by their final save, waiting for Agenda's delete; bounded should one never come. */
 const DELETED_ON_SAVE_LIMIT = 100_000;
+/**
+ * A job locked ahead is handed to Agenda only this fresh (or a quarter of
+ * its lock lifetime, if less); older ones go back to the table. Agenda then
+ * has nearly the whole lifetime, as with its own locks, and no lock it runs
+ * under can expire sooner than Agenda expects.
+ */
+const HANDOUT_MAX_AGE_MS = 2_000;
 
 export interface BatchingRepository {
   repository: JobRepository;
@@ -41,7 +50,9 @@ export function batchJobs(
 ): BatchingRepository {
   const { lockBatch, removeOnComplete, onMoreLocked, onError } = options;
   const buffers = new Map<string, JobParameters[]>();
-  const fetches = new Set<Promise<unknown>>();
+  /** Every lock-ahead under way, so release() can wait for them. */
+  const fetches = new Set<Promise<number>>();
+  let lastFetch: Promise<number> | undefined;
   let released = false;
   /** A job was handed out in this turn of the event loop: a fill is running through the buffer. */
   let handingOut = false;
@@ -53,20 +64,23 @@ export function batchJobs(
     return ids.map((id) => (removed.has(id) ? 1 : 0));
   });
 
-  /**
-   * The next job locked ahead. One that waited past half its lock lifetime
-   * is handed back to the table instead: its lock must not run out while it runs.
-   */
+  const held = (jobs: JobParameters[]) => jobs.map((job) => ({ id: String(job._id), lockedAt: job.lockedAt as Date }));
+  const unlock = (jobs: JobParameters[]) => {
+    if (jobs.length > 0) bulk.unlockIfHeld(held(jobs)).catch(onError);
+  };
+  const fresh = (job: JobParameters, maxAgeMs: number) => (job.lockedAt?.getTime() ?? 0) >= Date.now() - maxAgeMs;
+
+  /** The next job locked ahead; stale ones on the way go back to the table. */
   const take = (name: string, lockDeadline: Date): JobParameters | undefined => {
     const buffer = buffers.get(name) ?? [];
-    const freshAfter = (Date.now() + lockDeadline.getTime()) / 2;
-    const stale: JobId[] = [];
+    const maxAge = Math.min(HANDOUT_MAX_AGE_MS, (Date.now() - lockDeadline.getTime()) / 4);
+    const stale: JobParameters[] = [];
     let job = buffer.shift();
-    while (job && (job.lockedAt?.getTime() ?? 0) < freshAfter) {
-      stale.push(job._id as JobId);
+    while (job && !fresh(job, maxAge)) {
+      stale.push(job);
       job = buffer.shift();
     }
-    if (stale.length > 0) base.unlockJobs(stale).catch(onError);
+    unlock(stale);
     if (job && !handingOut) {
       handingOut = true;
       setImmediate(() => {
@@ -85,20 +99,23 @@ export function batchJobs(
    * fresh deliveries. Here a job is locked once due, and the poll finds a
    * retry at most one poll interval after its time.
    */
-  const lockAhead = async ([name, lockDeadline, lastModifiedBy]: LockArguments): Promise<number> => {
-    const locked = bulk.lockNextJobs(name, new Date(), lockDeadline, lockBatch, lastModifiedBy);
-    fetches.add(locked);
-    try {
-      const jobs = await locked;
+  const lockAhead = ([name, lockDeadline, lastModifiedBy]: LockArguments): Promise<number> => {
+    const fetch = (async () => {
+      const jobs = await bulk.lockNextJobs(name, new Date(), lockDeadline, lockBatch, lastModifiedBy);
       if (released) {
-        if (jobs.length > 0) await base.unlockJobs(jobs.map((job) => job._id as JobId));
+        if (jobs.length > 0) await bulk.unlockIfHeld(held(jobs));
         return 0;
       }
       buffers.set(name, [...(buffers.get(name) ?? []), ...jobs]);
       return jobs.length;
-    } finally {
-      fetches.delete(locked);
-    }
+    })();
+    fetches.add(fetch);
+    lastFetch = fetch;
+    void fetch.then(
+      () => fetches.delete(fetch),
+      () => fetches.delete(fetch),
+    );
+    return fetch;
   };
 
   /**
@@ -135,18 +152,25 @@ export function batchJobs(
       lookAhead(args);
       return undefined;
     }
+    // Share a lock-ahead already under way; if it brought nothing for us, lock
+    // with one that started after this call, so nothing committed before it is missed.
+    if (lastFetch) {
+      await lastFetch.catch(() => 0);
+      const joined = take(name, lockDeadline);
+      if (joined) return joined;
+    }
     await lockAhead(args);
     return take(name, lockDeadline);
   };
 
   /**
    * Agenda hands a job back when its lock limit filled up while the job was
-   * being fetched; a due job goes back to the front of the line, still locked,
-   * instead of back to the table (where the next fill would lock it again).
+   * being fetched; a due, fresh job goes back to the front of the line, still
+   * locked, instead of back to the table (where the next fill would lock it again).
    */
   const unlockJob: JobRepository["unlockJob"] = async (job) => {
-    const due = job.nextRunAt !== null && job.nextRunAt.getTime() <= Date.now();
-    if (released || !due || job.lockedAt === undefined) return base.unlockJob(job);
+    const due = job.nextRunAt === null || job.nextRunAt.getTime() <= Date.now();
+    if (released || !due || !fresh(job, HANDOUT_MAX_AGE_MS)) return base.unlockJob(job);
     buffers.set(job.name, [{ ...job }, ...(buffers.get(job.name) ?? [])]);
   };
 
@@ -165,7 +189,8 @@ export function batchJobs(
     !job.repeatAt &&
     job.lastRunAt !== undefined &&
     job.lastFinishedAt !== undefined &&
-    job.lastFinishedAt >= job.lastRunAt;
+    job.lastFinishedAt >= job.lastRunAt &&
+    (job.failedAt === undefined || job.failedAt < job.lastRunAt);
 
   const saveJobState: JobRepository["saveJobState"] = async (job, options) => {
     if (finishedForGood(job)) {
@@ -195,9 +220,9 @@ export function batchJobs(
     async release() {
       released = true;
       await Promise.allSettled(fetches);
-      const ids = [...buffers.values()].flat().map((job) => job._id as JobId);
+      const jobs = [...buffers.values()].flat();
       buffers.clear();
-      if (ids.length > 0) await base.unlockJobs(ids);
+      if (jobs.length > 0) await bulk.unlockIfHeld(held(jobs));
     },
   };
 }

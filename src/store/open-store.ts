@@ -125,9 +125,10 @@ async function openPostgres(
   { asyncBookkeeping = false } = {},
 ): Promise<OpenStore> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
-  const bookkeeping = asyncBookkeeping
-    ? new pg.Pool({ connectionString: url, max: poolSize, options: withSetting(url, "synchronous_commit=off") })
-    : pool;
+  const bookkeeping = asyncBookkeeping ? new pg.Pool({ connectionString: url, max: poolSize }) : pool;
+  // Set on each new connection, before its first query (pg queues them in
+  // order); a URL's own `options` could not override it.
+  if (bookkeeping !== pool) bookkeeping.on("connect", (client) => void client.query("SET synchronous_commit = off").catch(() => {}));
   // An idle client losing its connection must not crash the process; the pool replaces it.
   for (const p of new Set([pool, bookkeeping])) p.on("error", (err) => log.error({ err }, "idle database connection failed"));
   const close = async () => {
@@ -150,17 +151,6 @@ async function openPostgres(
     description,
     close,
   };
-}
-
-/** The URL's own `options` (e.g. a search_path) plus one more `-c` setting. */
-function withSetting(url: string, setting: string): string {
-  let own = "";
-  try {
-    own = new URL(url).searchParams.get("options") ?? "";
-  } catch {
-    // Not a URL (a libpq keyword string): nothing of its own to keep.
-  }
-  return `${own} -c ${setting}`.trim();
 }
 
 /** A connection URL without its password, for logs. */

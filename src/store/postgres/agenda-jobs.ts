@@ -2,6 +2,7 @@ import type { JobId, JobParameters } from "agenda";
 import type { Pool } from "pg";
 import { Coalescer } from "../../coalescer.js";
 import type { BulkJobOperations } from "../../delivery/job-batching.js";
+import { isDataError } from "./data-error.js";
 
 /** Agenda's jobs table, as @agendajs/postgres-backend creates it. */
 const AGENDA_TABLE = "agenda_jobs";
@@ -15,10 +16,11 @@ const AGENDA_TABLE = "agenda_jobs";
  */
 export function createPostgresDeliveryScheduler(pool: Pool) {
   // Publishes arriving together are scheduled together.
-  const schedule = new Coalescer(async (calls: Array<{ ids: readonly string[]; jobName: string; lastModifiedBy: string }>) => {
-    const { rows } = await pool.query<{ id: string; notification_id: string }>({
-      name: "wh-schedule-deliveries",
-      text: `WITH claimed AS (
+  const schedule = new Coalescer(
+    async (calls: Array<{ ids: readonly string[]; jobName: string; lastModifiedBy: string }>) => {
+      const { rows } = await pool.query<{ id: string; notification_id: string }>({
+        name: "wh-schedule-deliveries",
+        text: `WITH claimed AS (
          UPDATE wh_notifications SET scheduled = true WHERE id = ANY($1::text[]) AND NOT scheduled RETURNING id
        ), input AS (
          -- One job per notification, even if two callers in the batch name it.
@@ -28,21 +30,23 @@ export function createPostgresDeliveryScheduler(pool: Pool) {
        SELECT input.name, 0, now(), 'normal', jsonb_build_object('notificationId', claimed.id), false, false, input.last_modified_by
        FROM claimed JOIN input ON input.notification_id = claimed.id
        RETURNING id, data->>'notificationId' AS notification_id`,
-      values: [
-        calls.flatMap((call) => call.ids),
-        calls.flatMap((call) => call.ids.map(() => call.jobName)),
-        calls.flatMap((call) => call.ids.map(() => call.lastModifiedBy)),
-      ],
-    });
-    const jobIds = new Map(rows.map((row) => [row.notification_id, String(row.id)]));
-    return calls.map((call) =>
-      call.ids.flatMap((id) => {
-        const jobId = jobIds.get(id);
-        jobIds.delete(id);
-        return jobId ?? [];
-      }),
-    );
-  });
+        values: [
+          calls.flatMap((call) => call.ids),
+          calls.flatMap((call) => call.ids.map(() => call.jobName)),
+          calls.flatMap((call) => call.ids.map(() => call.lastModifiedBy)),
+        ],
+      });
+      const jobIds = new Map(rows.map((row) => [row.notification_id, String(row.id)]));
+      return calls.map((call) =>
+        call.ids.flatMap((id) => {
+          const jobId = jobIds.get(id);
+          jobIds.delete(id);
+          return jobId ?? [];
+        }),
+      );
+    },
+    { splitOn: isDataError },
+  );
   return async (notificationIds: readonly string[], jobName: string, lastModifiedBy: string): Promise<string[]> =>
     notificationIds.length === 0 ? [] : schedule.call({ ids: notificationIds, jobName, lastModifiedBy });
 }
@@ -116,7 +120,8 @@ export function createPostgresBulkJobOperations(pool: Pool): BulkJobOperations {
          WHERE id IN (
            SELECT id FROM "${AGENDA_TABLE}"
            WHERE name = $1 AND disabled = FALSE
-             AND ((locked_at IS NULL AND next_run_at <= $2) OR locked_at <= $3)
+             -- Due by our clock or the database's: jobs are inserted with the database's now().
+             AND ((locked_at IS NULL AND next_run_at <= GREATEST($2::timestamptz, now())) OR locked_at <= $3)
            ORDER BY next_run_at ASC NULLS LAST, priority DESC
            LIMIT $5
            FOR UPDATE SKIP LOCKED
@@ -127,6 +132,16 @@ export function createPostgresBulkJobOperations(pool: Pool): BulkJobOperations {
       return rows
         .sort((a, b) => (a.next_run_at?.getTime() ?? Infinity) - (b.next_run_at?.getTime() ?? Infinity) || b.priority - a.priority)
         .map(toJob);
+    },
+
+    async unlockIfHeld(jobs) {
+      await pool.query({
+        name: "wh-unlock-if-held",
+        text: `UPDATE "${AGENDA_TABLE}" AS j SET locked_at = NULL
+               FROM unnest($1::uuid[], $2::timestamptz[]) AS t (id, locked_at)
+               WHERE j.id = t.id AND j.locked_at = t.locked_at`,
+        values: [jobs.map((job) => job.id), jobs.map((job) => job.lockedAt)],
+      });
     },
 
     async saveJobStates(saves) {

@@ -2,6 +2,7 @@ import type { Pool } from "pg";
 import { Coalescer } from "../../coalescer.js";
 import type { DeliveryAttempt, Notification, NotificationStatus } from "../../domain/model.js";
 import type { NotificationQuery, NotificationStore } from "../../domain/ports.js";
+import { isDataError } from "./data-error.js";
 
 interface NotificationRow {
   id: string;
@@ -106,23 +107,32 @@ function recordParameters(records: RecordedAttempt[]): unknown[] {
 
 export class PostgresNotificationStore implements NotificationStore {
   /** Deliveries running side by side read and record through shared statements. */
-  readonly #reads = new Coalescer<string, Notification | undefined>(async (ids) => {
-    const { rows } = await this.pool.query<NotificationRow>({
-      name: "wh-read-notifications",
-      text: "SELECT * FROM wh_notifications WHERE id = ANY($1::text[])",
-      values: [ids],
-    });
-    const byId = new Map(rows.map((row) => [row.id, toNotification(row)]));
-    return ids.map((id) => byId.get(id));
-  });
-  readonly #inserts = new Coalescer<Notification[], void>(async (fanOuts) => {
-    await this.pool.query({ name: "wh-insert-notifications", text: INSERT_NOTIFICATIONS, values: insertParameters(fanOuts.flat()) });
-    return fanOuts.map(() => undefined);
-  });
-  readonly #records = new Coalescer<RecordedAttempt, void>(async (records) => {
-    await this.pool.query({ name: "wh-record-attempts", text: RECORD_ATTEMPTS, values: recordParameters(records) });
-    return records.map(() => undefined);
-  });
+  readonly #reads = new Coalescer<string, Notification | undefined>(
+    async (ids) => {
+      const { rows } = await this.pool.query<NotificationRow>({
+        name: "wh-read-notifications",
+        text: "SELECT * FROM wh_notifications WHERE id = ANY($1::text[])",
+        values: [ids],
+      });
+      const byId = new Map(rows.map((row) => [row.id, toNotification(row)]));
+      return ids.map((id) => byId.get(id));
+    },
+    { splitOn: isDataError },
+  );
+  readonly #inserts = new Coalescer<Notification[], void>(
+    async (fanOuts) => {
+      await this.pool.query({ name: "wh-insert-notifications", text: INSERT_NOTIFICATIONS, values: insertParameters(fanOuts.flat()) });
+      return fanOuts.map(() => undefined);
+    },
+    { splitOn: isDataError },
+  );
+  readonly #records = new Coalescer<RecordedAttempt, void>(
+    async (records) => {
+      await this.pool.query({ name: "wh-record-attempts", text: RECORD_ATTEMPTS, values: recordParameters(records) });
+      return records.map(() => undefined);
+    },
+    { splitOn: isDataError },
+  );
 
   constructor(private readonly pool: Pool) {}
 

@@ -2,6 +2,7 @@ import type { Pool } from "pg";
 import { Coalescer } from "../../coalescer.js";
 import type { Subscription } from "../../domain/model.js";
 import type { Cursor, SubscriptionStore } from "../../domain/ports.js";
+import { isDataError } from "./data-error.js";
 
 interface SubscriptionRow {
   id: string;
@@ -63,29 +64,35 @@ const mutable = (s: Subscription) => [
 
 export class PostgresSubscriptionStore implements SubscriptionStore {
   /** Deliveries running side by side read their subscriptions in one statement. */
-  readonly #reads = new Coalescer<string, Subscription | undefined>(async (ids) => {
-    const { rows } = await this.pool.query<SubscriptionRow>({
-      name: "wh-read-subscriptions",
-      text: "SELECT * FROM wh_subscriptions WHERE id = ANY($1::text[])",
-      values: [ids],
-    });
-    const byId = new Map(rows.map((row) => [row.id, toSubscription(row)]));
-    return ids.map((id) => byId.get(id));
-  });
+  readonly #reads = new Coalescer<string, Subscription | undefined>(
+    async (ids) => {
+      const { rows } = await this.pool.query<SubscriptionRow>({
+        name: "wh-read-subscriptions",
+        text: "SELECT * FROM wh_subscriptions WHERE id = ANY($1::text[])",
+        values: [ids],
+      });
+      const byId = new Map(rows.map((row) => [row.id, toSubscription(row)]));
+      return ids.map((id) => byId.get(id));
+    },
+    { splitOn: isDataError },
+  );
 
   /** Publishes arriving together look up their subscribers in one statement. */
-  readonly #fanOutReads = new Coalescer<{ clientId: string; event: string }, Subscription[]>(async (keys) => {
-    const { rows } = await this.pool.query<SubscriptionRow & { call: number }>({
-      name: "wh-subscriptions-for-events",
-      text: `SELECT t.call::int AS call, s.* FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t (client_id, event, call)
+  readonly #fanOutReads = new Coalescer<{ clientId: string; event: string }, Subscription[]>(
+    async (keys) => {
+      const { rows } = await this.pool.query<SubscriptionRow & { call: number }>({
+        name: "wh-subscriptions-for-events",
+        text: `SELECT t.call::int AS call, s.* FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t (client_id, event, call)
              JOIN wh_subscriptions s ON s.client_id = t.client_id AND s.event = t.event AND s.enabled
              ORDER BY t.call, s.created_at, s.id`,
-      values: [keys.map((k) => k.clientId), keys.map((k) => k.event)],
-    });
-    const byCall = keys.map((): Subscription[] => []);
-    for (const row of rows) byCall[row.call - 1]?.push(toSubscription(row));
-    return byCall;
-  });
+        values: [keys.map((k) => k.clientId), keys.map((k) => k.event)],
+      });
+      const byCall = keys.map((): Subscription[] => []);
+      for (const row of rows) byCall[row.call - 1]?.push(toSubscription(row));
+      return byCall;
+    },
+    { splitOn: isDataError },
+  );
 
   constructor(private readonly pool: Pool) {}
 

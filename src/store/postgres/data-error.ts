@@ -1,0 +1,10 @@
+/**
+ * SQLSTATE classes 22 (data exception) and 23 (integrity constraint
+ * violation): the statement's data was refused and nothing was written, so
+ * its rows may be retried one by one to find the bad one. Anything else (a
+ * lost connection) may have written: not retried.
+ */
+export function isDataError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" && /^2[23]/.test(code);
+}
