@@ -125,10 +125,7 @@ async function openPostgres(
   { asyncBookkeeping = false } = {},
 ): Promise<OpenStore> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
-  const bookkeeping = asyncBookkeeping ? new pg.Pool({ connectionString: url, max: poolSize }) : pool;
-  // Set on each new connection, before its first query (pg queues them in
-  // order); a URL's own `options` could not override it.
-  if (bookkeeping !== pool) bookkeeping.on("connect", (client) => void client.query("SET synchronous_commit = off").catch(() => {}));
+  const bookkeeping = asyncBookkeeping ? new pg.Pool({ ...withSetting(url, "synchronous_commit=off"), max: poolSize }) : pool;
   // An idle client losing its connection must not crash the process; the pool replaces it.
   for (const p of new Set([pool, bookkeeping])) p.on("error", (err) => log.error({ err }, "idle database connection failed"));
   const close = async () => {
@@ -151,6 +148,17 @@ async function openPostgres(
     description,
     close,
   };
+}
+
+/**
+ * The URL with one more `-c` setting in the startup `options`, kept with the
+ * URL's own (pg would let the URL's `options` override a separate one).
+ */
+export function withSetting(url: string, setting: string): { connectionString: string; options: string } {
+  const parsed = new URL(url);
+  const own = parsed.searchParams.get("options") ?? "";
+  parsed.searchParams.delete("options");
+  return { connectionString: parsed.toString(), options: `${own} -c ${setting}`.trim() };
 }
 
 /** A connection URL without its password, for logs. */

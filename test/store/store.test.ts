@@ -1,7 +1,8 @@
 import test from "ava";
+import pg from "pg";
 import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
-import { type OpenStore, openStore } from "../../src/store/open-store.js";
+import { type OpenStore, openStore, withSetting } from "../../src/store/open-store.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 import { storeContract } from "./store-contract.js";
@@ -30,3 +31,19 @@ for (const target of storeTargets()) {
 // A store that can't run here is reported as skipped, by the variable that enables it.
 if (!process.env.POSTGRES_URL) test.skip("postgres: set POSTGRES_URL to run the store contract against PostgreSQL", () => {});
 if (!process.env.MONGODB_URL) test.skip("mongodb: set MONGODB_URL to run the store contract against MongoDB", () => {});
+
+// The deliveries' pool commits without waiting for the disk; a URL's own startup options still apply.
+if (process.env.POSTGRES_URL) {
+  const adminUrl = process.env.POSTGRES_URL;
+  test("postgres: the bookkeeping connection setting joins the URL's own options", async (t) => {
+    const url = new URL(adminUrl);
+    url.searchParams.set("options", "-c statement_timeout=12345");
+    const pool = new pg.Pool({ ...withSetting(url.toString(), "synchronous_commit=off"), max: 1 });
+    try {
+      t.is((await pool.query("SHOW synchronous_commit")).rows[0]?.synchronous_commit, "off");
+      t.is((await pool.query("SHOW statement_timeout")).rows[0]?.statement_timeout, "12345ms");
+    } finally {
+      await pool.end();
+    }
+  });
+}
