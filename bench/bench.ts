@@ -221,7 +221,7 @@ async function runStore(
     // (a) sustained throughput
     await subscribe("Bench.Throughput", SIZE.fanOut, "t");
     receiver.send({ type: "reset" });
-    const sent = await publish("Bench.Throughput", SIZE.events, 0, 16);
+    const sent = await publish("Bench.Throughput", SIZE.events, 0, Number(process.env.BENCH_PUBLISHERS ?? 64));
     const a = await collect(sent.notifications, 300_000);
     const delivered = steadyRate(a.records.map((r) => r.at));
     report({ store, figure: "(a) delivered notifications/s (steady)", value: delivered, unit: "/s" });
@@ -315,7 +315,6 @@ async function main() {
         const admin = new pg.Client({ connectionString: adminUrl });
         await admin.connect();
         await admin.query(`CREATE DATABASE ${name}`);
-        if (process.env.BENCH_ASYNC_COMMIT) await admin.query(`ALTER DATABASE ${name} SET synchronous_commit = off`);
         const url = new URL(adminUrl);
         url.pathname = `/${name}`;
         return {
