@@ -2,7 +2,7 @@ import type { JobId, JobParameters } from "agenda";
 import type { Pool } from "pg";
 import { Coalescer } from "../../coalescer.js";
 import type { BulkJobOperations } from "../../delivery/job-batching.js";
-import { isDataError } from "./data-error.js";
+import { isDataError, optional } from "./rows.js";
 
 /** Agenda's jobs table, as @agendajs/postgres-backend creates it. */
 const AGENDA_TABLE = "agenda_jobs";
@@ -77,9 +77,6 @@ interface JobRow {
   skip_days: number[] | null;
 }
 
-const defined = <K extends string, V>(key: K, value: V | null): { [P in K]?: V } =>
-  (value === null ? {} : { [key]: value }) as { [P in K]?: V };
-
 /** A row as the backend's own repository reads it. */
 const toJob = (row: JobRow): JobParameters => ({
   _id: row.id as unknown as JobId,
@@ -89,22 +86,22 @@ const toJob = (row: JobRow): JobParameters => ({
   type: row.type,
   data: row.data,
   disabled: row.disabled,
-  ...defined("lockedAt", row.locked_at),
-  ...defined("lastFinishedAt", row.last_finished_at),
-  ...defined("failedAt", row.failed_at),
-  ...defined("failCount", row.fail_count),
-  ...defined("failReason", row.fail_reason),
-  ...defined("repeatTimezone", row.repeat_timezone),
-  ...defined("lastRunAt", row.last_run_at),
-  ...defined("repeatInterval", row.repeat_interval),
-  ...defined("repeatAt", row.repeat_at),
-  ...defined("progress", row.progress),
-  ...defined("fork", row.fork),
-  ...defined("lastModifiedBy", row.last_modified_by),
-  ...defined("debounceStartedAt", row.debounce_started_at),
-  ...defined("startDate", row.start_date),
-  ...defined("endDate", row.end_date),
-  ...defined("skipDays", row.skip_days),
+  ...optional("lockedAt", row.locked_at),
+  ...optional("lastFinishedAt", row.last_finished_at),
+  ...optional("failedAt", row.failed_at),
+  ...optional("failCount", row.fail_count),
+  ...optional("failReason", row.fail_reason),
+  ...optional("repeatTimezone", row.repeat_timezone),
+  ...optional("lastRunAt", row.last_run_at),
+  ...optional("repeatInterval", row.repeat_interval),
+  ...optional("repeatAt", row.repeat_at),
+  ...optional("progress", row.progress),
+  ...optional("fork", row.fork),
+  ...optional("lastModifiedBy", row.last_modified_by),
+  ...optional("debounceStartedAt", row.debounce_started_at),
+  ...optional("startDate", row.start_date),
+  ...optional("endDate", row.end_date),
+  ...optional("skipDays", row.skip_days),
 });
 
 /**

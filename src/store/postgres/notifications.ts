@@ -2,7 +2,7 @@ import type { Pool } from "pg";
 import { Coalescer } from "../../coalescer.js";
 import type { DeliveryAttempt, Notification, NotificationStatus } from "../../domain/model.js";
 import type { NotificationQuery, NotificationStore } from "../../domain/ports.js";
-import { isDataError } from "./data-error.js";
+import { isDataError, readsById } from "./rows.js";
 
 interface NotificationRow {
   id: string;
@@ -107,18 +107,7 @@ function recordParameters(records: RecordedAttempt[]): unknown[] {
 
 export class PostgresNotificationStore implements NotificationStore {
   /** Deliveries running side by side read and record through shared statements. */
-  readonly #reads = new Coalescer<string, Notification | undefined>(
-    async (ids) => {
-      const { rows } = await this.pool.query<NotificationRow>({
-        name: "wh-read-notifications",
-        text: "SELECT * FROM wh_notifications WHERE id = ANY($1::text[])",
-        values: [ids],
-      });
-      const byId = new Map(rows.map((row) => [row.id, toNotification(row)]));
-      return ids.map((id) => byId.get(id));
-    },
-    { splitOn: isDataError },
-  );
+  readonly #reads: Coalescer<string, Notification | undefined>;
   readonly #inserts = new Coalescer<Notification[], void>(
     async (fanOuts) => {
       await this.pool.query({ name: "wh-insert-notifications", text: INSERT_NOTIFICATIONS, values: insertParameters(fanOuts.flat()) });
@@ -134,7 +123,9 @@ export class PostgresNotificationStore implements NotificationStore {
     { splitOn: isDataError },
   );
 
-  constructor(private readonly pool: Pool) {}
+  constructor(private readonly pool: Pool) {
+    this.#reads = readsById(pool, "wh_notifications", toNotification);
+  }
 
   async insert(notifications: Notification[]): Promise<void> {
     if (notifications.length > 0) await this.#inserts.call(notifications);

@@ -2,7 +2,7 @@ import type { Pool } from "pg";
 import { Coalescer } from "../../coalescer.js";
 import type { Subscription } from "../../domain/model.js";
 import type { Cursor, SubscriptionStore } from "../../domain/ports.js";
-import { isDataError } from "./data-error.js";
+import { isDataError, optional, readsById } from "./rows.js";
 
 interface SubscriptionRow {
   id: string;
@@ -21,11 +21,6 @@ interface SubscriptionRow {
   disabled_at: Date | null;
   created_at: Date;
   updated_at: Date;
-}
-
-/** Optional fields are absent, never null, in domain records. */
-function optional<K extends string, V>(key: K, value: V | null): { [P in K]?: V } {
-  return (value === null ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
 const toSubscription = (row: SubscriptionRow): Subscription => ({
@@ -64,18 +59,7 @@ const mutable = (s: Subscription) => [
 
 export class PostgresSubscriptionStore implements SubscriptionStore {
   /** Deliveries running side by side read their subscriptions in one statement. */
-  readonly #reads = new Coalescer<string, Subscription | undefined>(
-    async (ids) => {
-      const { rows } = await this.pool.query<SubscriptionRow>({
-        name: "wh-read-subscriptions",
-        text: "SELECT * FROM wh_subscriptions WHERE id = ANY($1::text[])",
-        values: [ids],
-      });
-      const byId = new Map(rows.map((row) => [row.id, toSubscription(row)]));
-      return ids.map((id) => byId.get(id));
-    },
-    { splitOn: isDataError },
-  );
+  readonly #reads: Coalescer<string, Subscription | undefined>;
 
   /** Publishes arriving together look up their subscribers in one statement. */
   readonly #fanOutReads = new Coalescer<{ clientId: string; event: string }, Subscription[]>(
@@ -94,7 +78,9 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     { splitOn: isDataError },
   );
 
-  constructor(private readonly pool: Pool) {}
+  constructor(private readonly pool: Pool) {
+    this.#reads = readsById(pool, "wh_subscriptions", toSubscription);
+  }
 
   async insert(s: Subscription): Promise<void> {
     await this.pool.query(
