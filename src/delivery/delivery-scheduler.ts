@@ -159,12 +159,12 @@ export class DeliveryScheduler implements DeliveryQueue {
     const [jobId] = await scheduleDeliveries(notificationIds, DELIVER_JOB, name);
     if (jobId === undefined) return;
     this.#wake();
-    // Other instances on the same database hear of the jobs too. Best
-    // effort: their poll finds the jobs anyway.
+    // Other instances on the same database hear of the jobs too (no
+    // nextRunAt, as in #wake). Best effort: their poll finds the jobs anyway.
     if (this.#channel?.state !== "connected" || this.#channel instanceof InMemoryNotificationChannel) return;
     const now = new Date();
     await this.#channel
-      .publish({ jobId: jobId as unknown as JobId, jobName: DELIVER_JOB, nextRunAt: now, priority: 0, timestamp: now, source: name })
+      .publish({ jobId: jobId as unknown as JobId, jobName: DELIVER_JOB, nextRunAt: null, priority: 0, timestamp: now, source: name })
       .catch((err: unknown) => this.deps.log.warn({ err }, "wake-up failed; the poll will find the jobs"));
   }
 
