@@ -79,3 +79,38 @@ if (postgres) {
     }
   });
 }
+
+if (postgres) {
+  // Scheduling on one instance wakes the others through the database: with
+  // polls a minute apart, only that NOTIFY lets the second instance help.
+  test.serial("postgres: jobs published on one instance are taken up by another at once", async (t) => {
+    const store = await postgres.create();
+    const receiver = await Receiver.start(() => ({ status: 200, delayMs: 1500 }));
+    const slow = await startTestService({ ...store.env, SCHEDULER_POLL_MS: "60000", DELIVERY_CONCURRENCY: "1" });
+    const helper = await startTestService({ ...store.env, SCHEDULER_POLL_MS: "60000", DELIVERY_CONCURRENCY: "16" });
+    t.teardown(async () => {
+      await slow.service.stop();
+      await helper.service.stop();
+      await receiver.close();
+      await store.cleanup();
+    });
+    const owner = await createClient(slow.baseUrl, "Shared");
+    await rest(slow.baseUrl, "POST", "/api/internal/eventTypes", { name: "Backlog.Tick", description: "a test event" }, adminAuth);
+    for (let i = 0; i < 12; i++) {
+      await rest(slow.baseUrl, "POST", "/api/webhookSubscription", { event: "Backlog.Tick", url: `${receiver.url}?s=${i}` }, owner.auth);
+    }
+    const started = Date.now();
+    const published = await rest(
+      slow.baseUrl,
+      "POST",
+      "/api/internal/events/publish",
+      { clientId: owner.id, event: "Backlog.Tick", payload: {} },
+      adminAuth,
+    );
+    t.is((published.json.jobIds as string[]).length, 12);
+    // One instance alone, one at a time, would need 12 × 1.5 s.
+    await receiver.waitFor(12, 8_000);
+    t.true(Date.now() - started < 8_000);
+    t.is(new Set(receiver.requests.map((r) => r.headers["x-jobid"])).size, 12);
+  });
+}
