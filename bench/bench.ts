@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { Agent } from "undici";
-import { signBodyOffThread } from "../src/domain/signature.js";
+import { signBody } from "../src/domain/signature.js";
 import { steadyRate, summarise } from "./stats.js";
 
 const quick = process.argv.includes("--quick");
@@ -116,7 +116,7 @@ async function ceiling(receiver: ChildProcess, receiverPort: number): Promise<nu
           headers: {
             "content-type": "application/json",
             // Signed as the service signs: on the thread pool.
-            "X-Signature": await signBodyOffThread(body, key),
+            "X-Signature": await signBody(body, key),
             "X-JobId": `c${seq}`,
             "X-JobAttempt": "0",
           },

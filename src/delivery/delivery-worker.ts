@@ -4,7 +4,7 @@ import type { KeySealer } from "../domain/key-sealing.js";
 import type { Subscription } from "../domain/model.js";
 import type { Store } from "../domain/ports.js";
 import type { RetryPolicy } from "../domain/retry-policy.js";
-import { signBodyOffThread } from "../domain/signature.js";
+import { signBody } from "../domain/signature.js";
 import { settleRotation } from "../domain/subscriptions.js";
 import type { HttpSender } from "./http-sender.js";
 
@@ -69,7 +69,7 @@ export class DeliveryWorker {
 
     let signature: string;
     try {
-      signature = await signBodyOffThread(notification.body, this.#signingKey(subscription));
+      signature = await signBody(notification.body, this.#signingKey(subscription));
     } catch (err) {
       // A key that does not open (another SIGNING_MASTER_KEY, a damaged row)
       // will not open on a retry either: fail visibly instead of looping.

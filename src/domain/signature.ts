@@ -22,21 +22,15 @@ export async function generateSigningKeyPair(bits: number): Promise<SigningKeyPa
 
 /**
  * `X-Signature`: Base64 of RSASSA-PKCS1-v1_5 with SHA-256 over the exact body
- * bytes, the "SHA-256 with RSA" of the specification.
+ * bytes, the "SHA-256 with RSA" of the specification. Signed on libuv's
+ * thread pool: RSA signing is most of a delivery's CPU, and there it runs
+ * beside the event loop instead of blocking it.
  */
-export function signBody(body: string | Uint8Array, privateKey: KeyObject | string): string {
+export function signBody(body: string | Uint8Array, privateKey: KeyObject | string): Promise<string> {
   const key = typeof privateKey === "string" ? createPrivateKey(privateKey) : privateKey;
-  return sign("sha256", typeof body === "string" ? Buffer.from(body, "utf8") : body, key).toString("base64");
-}
-
-/**
- * signBody on libuv's thread pool: RSA signing is most of a delivery's CPU,
- * and there it runs beside the event loop instead of blocking it.
- */
-export function signBodyOffThread(body: string | Uint8Array, privateKey: KeyObject): Promise<string> {
   const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body;
   return new Promise((resolve, reject) =>
-    sign("sha256", bytes, privateKey, (error, signature) => (error ? reject(error) : resolve(signature.toString("base64")))),
+    sign("sha256", bytes, key, (error, signature) => (error ? reject(error) : resolve(signature.toString("base64")))),
   );
 }
 

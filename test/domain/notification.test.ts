@@ -25,7 +25,7 @@ test("signatures are RSA SHA-256 over the exact bytes, Base64", async (t) => {
   const keys = await generateSigningKeyPair(2048);
   t.regex(keys.publicKeyPem, /^-----BEGIN PUBLIC KEY-----/);
   const body = buildNotificationBody("Order.Created", { Name: "Zoë" }, new Date());
-  const signature = signBody(body, keys.privateKeyPem);
+  const signature = await signBody(body, keys.privateKeyPem);
   t.is(Buffer.from(signature, "base64").length, 256);
   t.true(verifyBody(body, signature, keys.publicKeyPem));
   t.true(verifyBody(Buffer.from(body, "utf8"), signature, keys.publicKeyPem));
