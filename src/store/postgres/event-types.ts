@@ -1,6 +1,7 @@
 import type { Pool } from "pg";
 import type { EventType, JsonObject } from "../../domain/model.js";
 import type { EventTypeStore } from "../../domain/ports.js";
+import { optional } from "./rows.js";
 
 interface EventTypeRow {
   name: string;
@@ -15,7 +16,7 @@ const toEventType = (row: EventTypeRow): EventType => ({
   name: row.name,
   description: row.description,
   samplePayload: row.sample_payload,
-  ...(row.json_schema === null ? {} : { jsonSchema: row.json_schema }),
+  ...optional("jsonSchema", row.json_schema),
   createdAt: row.created_at,
   updatedAt: row.updated_at,
 });

@@ -2,7 +2,7 @@ import type { Pool } from "pg";
 import { Coalescer } from "../../coalescer.js";
 import type { DeliveryAttempt, Notification, NotificationStatus } from "../../domain/model.js";
 import type { NotificationQuery, NotificationStore } from "../../domain/ports.js";
-import { isDataError, readsById } from "./rows.js";
+import { isDataError, optional, readsById } from "./rows.js";
 
 interface NotificationRow {
   id: string;
@@ -36,7 +36,7 @@ const toNotification = (row: NotificationRow): Notification => ({
   body: row.body,
   status: row.status,
   attemptCount: row.attempt_count,
-  ...(row.redelivery_of === null ? {} : { redeliveryOf: row.redelivery_of }),
+  ...optional("redeliveryOf", row.redelivery_of),
   createdAt: row.created_at,
   updatedAt: row.updated_at,
 });
@@ -46,9 +46,9 @@ const toAttempt = (row: AttemptRow): DeliveryAttempt => ({
   attempt: row.attempt,
   startedAt: row.started_at,
   durationMs: row.duration_ms,
-  ...(row.status_code === null ? {} : { statusCode: row.status_code }),
-  ...(row.response_body === null ? {} : { responseBody: row.response_body }),
-  ...(row.error === null ? {} : { error: row.error }),
+  ...optional("statusCode", row.status_code),
+  ...optional("responseBody", row.response_body),
+  ...optional("error", row.error),
   succeeded: row.succeeded,
 });
 
