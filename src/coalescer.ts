@@ -19,11 +19,14 @@ export class Coalescer<I, O> {
   #pending: Array<{ input: I; resolve: (output: O) => void; reject: (error: unknown) => void }> = [];
   #scheduled = false;
   #inFlight = false;
+  readonly #maxBatch: number;
 
   constructor(
     private readonly run: (inputs: I[]) => Promise<O[]>,
     private readonly options: { maxBatch?: number; splitOn?: (error: unknown) => boolean } = {},
-  ) {}
+  ) {
+    this.#maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH;
+  }
 
   call(input: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
@@ -42,7 +45,7 @@ export class Coalescer<I, O> {
   }
 
   #flush(): void {
-    const batch = this.#pending.splice(0, this.options.maxBatch ?? DEFAULT_MAX_BATCH);
+    const batch = this.#pending.splice(0, this.#maxBatch);
     if (batch.length === 0) return;
     this.#inFlight = true;
     const run = (inputs: I[]) => Promise.resolve().then(() => this.run(inputs));
@@ -60,7 +63,7 @@ export class Coalescer<I, O> {
     );
     void settled.finally(() => {
       this.#inFlight = false;
-      if (this.#pending.length >= (this.options.maxBatch ?? DEFAULT_MAX_BATCH)) this.#flush();
+      if (this.#pending.length >= this.#maxBatch) this.#flush();
       else this.#schedule();
     });
   }

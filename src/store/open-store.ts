@@ -126,10 +126,11 @@ async function openPostgres(
 ): Promise<OpenStore> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   const bookkeeping = asyncBookkeeping ? new pg.Pool({ ...withSetting(url, "synchronous_commit=off"), max: poolSize }) : pool;
+  const pools = bookkeeping === pool ? [pool] : [pool, bookkeeping];
   // An idle client losing its connection must not crash the process; the pool replaces it.
-  for (const p of new Set([pool, bookkeeping])) p.on("error", (err) => log.error({ err }, "idle database connection failed"));
+  for (const p of pools) p.on("error", (err) => log.error({ err }, "idle database connection failed"));
   const close = async () => {
-    await Promise.all([...new Set([pool, bookkeeping])].map((p) => p.end()));
+    await Promise.all(pools.map((p) => p.end()));
   };
   try {
     await migrate(pool);
