@@ -86,6 +86,8 @@ export interface NotificationStore {
   /** Accepted notifications that never reached the scheduler (a crash in between). */
   listUnscheduled(createdBefore: Date, limit: number): Promise<string[]>;
   get(id: string): Promise<Notification | undefined>;
+  /** What an attempt needs, in one read: the notification and its subscription (absent once deleted). */
+  getForDelivery(id: string): Promise<{ notification: Notification; subscription?: Subscription } | undefined>;
   list(query: NotificationQuery): Promise<Notification[]>;
   /** Failed notifications of a subscription created at or after `since`, oldest first. */
   listFailedSince(subscriptionId: string, since: Date, limit: number): Promise<Notification[]>;

@@ -194,6 +194,36 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<St
     }
   });
 
+  test(`${name}: a delivery reads each notification with its subscription, together or after the subscription is gone`, async (t) => {
+    const store = await open();
+    const client = await store.clients.ensureWithKey("delivery reads", newId("cli"));
+    const kept = subscription(client.id, { failingSince: seconds(3), nextPrivateKeyPem: "next-private", rotationDeadline: seconds(9) });
+    const dropped = subscription(client.id);
+    for (const s of [kept, dropped]) await store.subscriptions.insert(s);
+    // Created after what the unscheduled-listing test lists, which shares the database.
+    const notifications = Array.from({ length: 6 }, (_, i) =>
+      notification(i < 4 ? kept : dropped, { body: `{"n":${i}}`, createdAt: seconds(600), updatedAt: seconds(600) }),
+    );
+    await store.notifications.insert(notifications);
+    await store.subscriptions.delete(dropped.id);
+    const orphan = notification(dropped, { body: "{}", createdAt: seconds(600), updatedAt: seconds(600) });
+    await store.notifications.insert([orphan]);
+
+    const reads = await Promise.all([
+      ...notifications.slice(0, 4).map((n) => store.notifications.getForDelivery(n.id)),
+      store.notifications.getForDelivery(orphan.id),
+      store.notifications.getForDelivery(newId("ntf")),
+    ]);
+    t.deepEqual(
+      reads.slice(0, 4).map((r) => r?.notification.body),
+      notifications.slice(0, 4).map((n) => n.body),
+    );
+    for (const read of reads.slice(0, 4)) t.deepEqual(read?.subscription, kept);
+    t.is(reads[4]?.notification.id, orphan.id);
+    t.is(reads[4]?.subscription, undefined);
+    t.is(reads[5], undefined);
+  });
+
   test(`${name}: clients are listed, keys are issued and revoked per client`, async (t) => {
     const { clients } = await open();
     const client = { id: newId("cli"), name: "Keys Inc", createdAt: seconds(5) };

@@ -11,10 +11,11 @@ export { ensureMongoIndexes } from "./indexes.js";
 /** The storage port on MongoDB. Call `ensureMongoIndexes` first. */
 export async function createMongoStore(db: Db): Promise<Store> {
   const c = collections(db);
+  const subscriptions = new MongoSubscriptionStore(c.subscriptions, c.clients, c.notifications, c.attempts);
   return {
     clients: new MongoClientStore(c.clients, c.apiKeys),
     eventTypes: new MongoEventTypeStore(c.eventTypes),
-    subscriptions: new MongoSubscriptionStore(c.subscriptions, c.clients, c.notifications, c.attempts),
-    notifications: new MongoNotificationStore(c.notifications, c.idempotencyKeys, c.attempts),
+    subscriptions,
+    notifications: new MongoNotificationStore(c.notifications, c.idempotencyKeys, c.attempts, subscriptions),
   };
 }

@@ -1,6 +1,6 @@
 import { type Collection, type Filter, MongoBulkWriteError } from "mongodb";
-import type { DeliveryAttempt, Notification, NotificationStatus } from "../../domain/model.js";
-import type { NotificationQuery, NotificationStore } from "../../domain/ports.js";
+import type { DeliveryAttempt, Notification, NotificationStatus, Subscription } from "../../domain/model.js";
+import type { NotificationQuery, NotificationStore, SubscriptionStore } from "../../domain/ports.js";
 import {
   type AttemptDoc,
   checkCursor,
@@ -51,6 +51,7 @@ export class MongoNotificationStore implements NotificationStore {
     private readonly notifications: Collection<NotificationDoc>,
     private readonly idempotencyKeys: Collection<IdempotencyKeyDoc>,
     private readonly attempts: Collection<AttemptDoc>,
+    private readonly subscriptions: SubscriptionStore,
   ) {}
 
   async insert(notifications: Notification[]): Promise<void> {
@@ -128,6 +129,13 @@ export class MongoNotificationStore implements NotificationStore {
     if (!isString(id)) return undefined;
     const doc = await this.notifications.findOne({ _id: id });
     return doc ? toNotification(doc) : undefined;
+  }
+
+  async getForDelivery(id: string): Promise<{ notification: Notification; subscription?: Subscription } | undefined> {
+    const notification = await this.get(id);
+    if (!notification) return undefined;
+    const subscription = await this.subscriptions.get(notification.subscriptionId);
+    return subscription ? { notification, subscription } : { notification };
   }
 
   async list(query: NotificationQuery): Promise<Notification[]> {

@@ -1,8 +1,9 @@
 import type { Pool } from "pg";
 import { Coalescer } from "../../coalescer.js";
-import type { DeliveryAttempt, Notification, NotificationStatus } from "../../domain/model.js";
+import type { DeliveryAttempt, Notification, NotificationStatus, Subscription } from "../../domain/model.js";
 import type { NotificationQuery, NotificationStore } from "../../domain/ports.js";
 import { isDataError, optional, readsById } from "./rows.js";
+import { SUBSCRIPTION_COLUMNS, type SubscriptionRow, toSubscription } from "./subscriptions.js";
 
 interface NotificationRow {
   id: string;
@@ -51,6 +52,22 @@ const toAttempt = (row: AttemptRow): DeliveryAttempt => ({
   ...optional("error", row.error),
   succeeded: row.succeeded,
 });
+
+// An attempt's notification and subscription, for many attempts at once; the subscription's columns carry an `s_` prefix.
+const READ_FOR_DELIVERY = `
+  SELECT n.*, ${SUBSCRIPTION_COLUMNS.map((column) => `s.${column} AS s_${column}`).join(", ")}
+  FROM wh_notifications n LEFT JOIN wh_subscriptions s ON s.id = n.subscription_id
+  WHERE n.id = ANY($1::text[])`;
+
+type DeliveryRow = NotificationRow & { [K in keyof SubscriptionRow as `s_${K}`]: SubscriptionRow[K] | null };
+type ForDelivery = { notification: Notification; subscription?: Subscription };
+
+function toForDelivery(row: DeliveryRow): ForDelivery {
+  const notification = toNotification(row);
+  if (row.s_id === null) return { notification };
+  const subscription = Object.fromEntries(SUBSCRIPTION_COLUMNS.map((column) => [column, row[`s_${column}`]])) as unknown as SubscriptionRow;
+  return { notification, subscription: toSubscription(subscription) };
+}
 
 // One multi-row INSERT from column arrays: a fan-out is one round trip.
 const INSERT_NOTIFICATIONS = `
@@ -108,6 +125,14 @@ function recordParameters(records: RecordedAttempt[]): unknown[] {
 export class PostgresNotificationStore implements NotificationStore {
   /** Deliveries running side by side read and record through shared statements. */
   readonly #reads: Coalescer<string, Notification | undefined>;
+  readonly #deliveryReads = new Coalescer<string, ForDelivery | undefined>(
+    async (ids) => {
+      const { rows } = await this.pool.query<DeliveryRow>({ name: "wh-read-for-delivery", text: READ_FOR_DELIVERY, values: [ids] });
+      const byId = new Map(rows.map((row) => [row.id, toForDelivery(row)]));
+      return ids.map((id) => byId.get(id));
+    },
+    { splitOn: isDataError },
+  );
   readonly #inserts = new Coalescer<Notification[], void>(
     async (fanOuts) => {
       await this.pool.query({ name: "wh-insert-notifications", text: INSERT_NOTIFICATIONS, values: insertParameters(fanOuts.flat()) });
@@ -176,6 +201,10 @@ export class PostgresNotificationStore implements NotificationStore {
 
   get(id: string): Promise<Notification | undefined> {
     return this.#reads.call(id);
+  }
+
+  getForDelivery(id: string): Promise<ForDelivery | undefined> {
+    return this.#deliveryReads.call(id);
   }
 
   async list(query: NotificationQuery): Promise<Notification[]> {

@@ -4,7 +4,7 @@ import type { Subscription } from "../../domain/model.js";
 import type { Cursor, SubscriptionStore } from "../../domain/ports.js";
 import { isDataError, optional, readsById } from "./rows.js";
 
-interface SubscriptionRow {
+export interface SubscriptionRow {
   id: string;
   client_id: string;
   event: string;
@@ -23,7 +23,28 @@ interface SubscriptionRow {
   updated_at: Date;
 }
 
-const toSubscription = (row: SubscriptionRow): Subscription => ({
+/** Every column, checked against the row type: joins name them one by one. */
+const COLUMN_SET: Record<keyof SubscriptionRow, true> = {
+  id: true,
+  client_id: true,
+  event: true,
+  url: true,
+  description: true,
+  enabled: true,
+  public_key_pem: true,
+  private_key_pem: true,
+  next_public_key_pem: true,
+  next_private_key_pem: true,
+  rotation_deadline: true,
+  failing_since: true,
+  disabled_reason: true,
+  disabled_at: true,
+  created_at: true,
+  updated_at: true,
+};
+export const SUBSCRIPTION_COLUMNS = Object.keys(COLUMN_SET) as (keyof SubscriptionRow)[];
+
+export const toSubscription = (row: SubscriptionRow): Subscription => ({
   id: row.id,
   clientId: row.client_id,
   event: row.event,
