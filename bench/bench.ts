@@ -93,7 +93,7 @@ interface ReceiverReport {
 }
 
 /** The ceiling: sign and POST the same kind of body, no store, no scheduler. */
-async function ceiling(receiver: ChildProcess, receiverPort: number): Promise<number> {
+async function ceiling(receiver: ChildProcess, receiverPort: number): Promise<{ rate: number; cpuMs: number }> {
   const { publicKey, privateKey } = generateKeyPairSync("rsa", {
     modulusLength: 2048,
     publicKeyEncoding: { type: "spki", format: "pem" },
@@ -130,10 +130,34 @@ async function ceiling(receiver: ChildProcess, receiverPort: number): Promise<nu
   // Warmed up first (JIT, connections), as the service is by the time it is measured.
   await run(Math.min(2000, SIZE.ceiling));
   const started = performance.now();
+  const cpuBefore = await machineBusyMs();
   await run(SIZE.ceiling);
   const rate = (SIZE.ceiling * 1000) / (performance.now() - started);
+  const cpuMs = ((await machineBusyMs()) - cpuBefore) / SIZE.ceiling;
   await agent.close();
-  return rate;
+  return { rate, cpuMs };
+}
+
+function printTimeline(offsetsMs: readonly number[], publishMs: number): void {
+  const perSecond: number[] = [];
+  for (const offset of offsetsMs) {
+    const second = Math.max(0, Math.floor(offset / 1000));
+    perSecond[second] = (perSecond[second] ?? 0) + 1;
+  }
+  const marks = Array.from(perSecond, (n, second) => `${second}s:${n ?? 0}${second === Math.floor(publishMs / 1000) ? "|" : ""}`);
+  console.error(`  timeline (deliveries per second; | = publishing ended): ${marks.join(" ")}`);
+}
+
+/** CPU time all processes spent busy since boot, from /proc/stat (Linux; NaN elsewhere). */
+async function machineBusyMs(): Promise<number> {
+  const { readFile } = await import("node:fs/promises");
+  const line = await readFile("/proc/stat", "utf8").then(
+    (text) => text.split("\n")[0] ?? "",
+    () => "",
+  );
+  const [user, nice, system, , , irq, softirq] = line.split(/\s+/).slice(1).map(Number);
+  if (user === undefined) return Number.NaN;
+  return ((user + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0)) * 1000) / 100;
 }
 
 async function directorySize(path: string): Promise<number> {
@@ -221,8 +245,17 @@ async function runStore(
     // (a) sustained throughput
     await subscribe("Bench.Throughput", SIZE.fanOut, "t");
     receiver.send({ type: "reset" });
+    const publishStarted = Date.now();
+    const cpuBefore = await machineBusyMs();
     const sent = await publish("Bench.Throughput", SIZE.events, 0, Number(process.env.BENCH_PUBLISHERS ?? 64));
     const a = await collect(sent.notifications, 300_000);
+    const cpuPerNotification = ((await machineBusyMs()) - cpuBefore) / a.records.length;
+    // BENCH_TIMELINE=1 prints deliveries per second, marking where publishing ended (for profiling).
+    if (process.env.BENCH_TIMELINE)
+      printTimeline(
+        a.records.map((r) => r.at - publishStarted),
+        sent.durationMs,
+      );
     const delivered = steadyRate(a.records.map((r) => r.at));
     report({ store, figure: "(a) delivered notifications/s (steady)", value: delivered, unit: "/s" });
     report({
@@ -231,6 +264,7 @@ async function runStore(
       value: (sent.notifications * 1000) / sent.durationMs,
       unit: "/s",
     });
+    report({ store, figure: "(a) machine CPU per notification", value: cpuPerNotification * 1000, unit: "µs" });
     report({ store, figure: "(a) lost / unsigned", value: sent.notifications - a.records.length + a.unsigned, unit: "", target: "0" });
     rows.push({ store, figure: "(a) delivered notifications", value: a.records.length, unit: "" });
 
@@ -294,8 +328,9 @@ async function main() {
   if (!asJson) console.error(`webhook service benchmark (${quick ? "quick" : "full"}), ${new Date().toISOString()}`);
   const receiver = await child("receiver.ts");
   const receiverPort = receiver.ready.port as number;
-  const bare = await ceiling(receiver.process, receiverPort);
+  const { rate: bare, cpuMs: bareCpu } = await ceiling(receiver.process, receiverPort);
   report({ store: "machine", figure: "ceiling: bare sign+POST loop", value: bare, unit: "/s" });
+  report({ store: "machine", figure: "ceiling: machine CPU per delivery", value: bareCpu * 1000, unit: "µs" });
 
   const stores: Array<[string, () => Promise<{ env: Record<string, string>; size: () => Promise<number>; done: () => Promise<void> }>]> = [
     [
