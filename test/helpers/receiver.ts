@@ -77,6 +77,18 @@ export class Receiver {
     return this.requests.slice(0, count);
   }
 
+  /** Resolves with the first request carrying this X-JobId; rejects after `timeoutMs`. */
+  async waitForJob(jobId: string, timeoutMs = 20_000): Promise<ReceivedRequest> {
+    const deadline = Date.now() + timeoutMs;
+    for (let seen = 0; ; seen = this.requests.length) {
+      const found = this.requests.find((request) => request.headers["x-jobid"] === jobId);
+      if (found) return found;
+      await this.waitFor(seen + 1, Math.max(1, deadline - Date.now())).catch(() => {
+        throw new Error(`receiver got no request for job ${jobId} within ${timeoutMs} ms`);
+      });
+    }
+  }
+
   async close(): Promise<void> {
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
