@@ -64,6 +64,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
         backend: opened.agendaBackend,
         ...(opened.notificationChannel ? { notificationChannel: opened.notificationChannel } : {}),
         ...(opened.scheduleDeliveries ? { scheduleDeliveries: opened.scheduleDeliveries } : {}),
+        ...(opened.insertQueued ? { insertQueued: opened.insertQueued } : {}),
         ...(opened.bulkJobs ? { bulkJobs: opened.bulkJobs } : {}),
         retryPolicy: config.retryPolicy,
         pollIntervalMs: config.schedulerPollMs,

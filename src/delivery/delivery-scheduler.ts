@@ -9,6 +9,7 @@ import {
   type NotificationChannel,
 } from "agenda";
 import type { Logger } from "pino";
+import type { Notification } from "../domain/model.js";
 import type { DeliveryQueue, NotificationStore } from "../domain/ports.js";
 import { type RetryPolicy, retryDelay } from "../domain/retry-policy.js";
 import type { DeliveryWorker } from "./delivery-worker.js";
@@ -48,6 +49,8 @@ export interface DeliverySchedulerOptions {
   name: string;
   /** Where the store can claim notifications and insert their jobs in one statement (PostgreSQL). */
   scheduleDeliveries?: (notificationIds: readonly string[], jobName: string, lastModifiedBy: string) => Promise<string[]>;
+  /** Where the store can insert notifications and their jobs in one durable statement (PostgreSQL). */
+  insertQueued?: (notifications: Notification[], jobName: string, lastModifiedBy: string) => Promise<string | undefined>;
   /** Where the backend can lock, save and delete many jobs per statement (PostgreSQL). */
   bulkJobs?: BulkJobOperations;
 }
@@ -70,11 +73,17 @@ export class DeliveryScheduler implements DeliveryQueue {
   /** Attempts started and not yet saved by Agenda. */
   #running = 0;
   #onIdle: Array<() => void> = [];
+  /** Present where the store has `insertQueued` (see DeliveryQueue). */
+  readonly insertQueued?: (notifications: Notification[]) => Promise<void>;
 
   constructor(
     private readonly options: DeliverySchedulerOptions,
     private readonly deps: { worker: DeliveryWorker; notifications: NotificationStore; log: Logger },
   ) {
+    const { insertQueued } = options;
+    if (insertQueued) {
+      this.insertQueued = async (notifications) => this.#announce(await insertQueued(notifications, DELIVER_JOB, options.name));
+    }
     const channel = options.notificationChannel ?? options.backend.notificationChannel;
     this.#channel = channel && this.#wakeupsOnly(channel);
     this.#agenda = new Agenda({
@@ -157,14 +166,26 @@ export class DeliveryScheduler implements DeliveryQueue {
       return;
     }
     const [jobId] = await scheduleDeliveries(notificationIds, DELIVER_JOB, name);
+    await this.#announce(jobId);
+  }
+
+  /** New jobs are due: wakes this scheduler, and tells other instances on the same database. */
+  async #announce(jobId: string | undefined): Promise<void> {
     if (jobId === undefined) return;
     this.#wake();
-    // Other instances on the same database hear of the jobs too (no
-    // nextRunAt, as in #wake). Best effort: their poll finds the jobs anyway.
+    // Other instances hear of the jobs too (no nextRunAt, as in #wake).
+    // Best effort: their poll finds the jobs anyway.
     if (this.#channel?.state !== "connected" || this.#channel instanceof InMemoryNotificationChannel) return;
     const now = new Date();
     await this.#channel
-      .publish({ jobId: jobId as unknown as JobId, jobName: DELIVER_JOB, nextRunAt: null, priority: 0, timestamp: now, source: name })
+      .publish({
+        jobId: jobId as unknown as JobId,
+        jobName: DELIVER_JOB,
+        nextRunAt: null,
+        priority: 0,
+        timestamp: now,
+        source: this.options.name,
+      })
       .catch((err: unknown) => this.deps.log.warn({ err }, "wake-up failed; the poll will find the jobs"));
   }
 

@@ -144,6 +144,8 @@ export class Notifications {
   /** Stored means accepted: a failure to queue afterwards is left to the sweep, not reported. */
   async #accept(notifications: Notification[]): Promise<void> {
     if (notifications.length === 0) return;
+    const { queue } = this.deps;
+    if (queue.insertQueued) return queue.insertQueued(notifications);
     await this.deps.store.insert(notifications);
     await this.#queue(notifications.map((n) => n.id));
   }

@@ -99,4 +99,10 @@ export interface NotificationStore {
 /** The scheduler port: hands accepted notifications to the job queue. */
 export interface DeliveryQueue {
   enqueue(notificationIds: string[]): Promise<void>;
+  /**
+   * Stores new notifications and queues them as one durable write, where the
+   * store holds the queue too (PostgreSQL). Absent elsewhere: the caller
+   * stores, then enqueues, and the sweep covers a crash in between.
+   */
+  insertQueued?(notifications: Notification[]): Promise<void>;
 }

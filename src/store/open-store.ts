@@ -5,9 +5,10 @@ import { MongoClient } from "mongodb";
 import pg from "pg";
 import type { Logger } from "pino";
 import type { BulkJobOperations } from "../delivery/job-batching.js";
+import type { Notification } from "../domain/model.js";
 import type { Store } from "../domain/ports.js";
 import { createMongoStore, ensureMongoIndexes } from "./mongo/mongo-store.js";
-import { createPostgresBulkJobOperations, createPostgresDeliveryScheduler } from "./postgres/agenda-jobs.js";
+import { createPostgresBulkJobOperations, createPostgresDeliveryScheduler, createPostgresQueuedInsert } from "./postgres/agenda-jobs.js";
 import { startEmbeddedPostgres } from "./postgres/embedded-pglite.js";
 import { createPostgresStore } from "./postgres/postgres-store.js";
 import { migrate } from "./postgres/schema.js";
@@ -33,6 +34,8 @@ export interface OpenStore {
   notificationChannel?: NotificationChannel;
   /** Claims notifications and inserts their Agenda jobs atomically, where the backend allows it. */
   scheduleDeliveries?: (notificationIds: readonly string[], jobName: string, lastModifiedBy: string) => Promise<string[]>;
+  /** Stores and queues new notifications in one durable statement (PostgreSQL); returns a new job's id. */
+  insertQueued?: (notifications: Notification[], jobName: string, lastModifiedBy: string) => Promise<string | undefined>;
   /** Agenda's per-job statements for many jobs at once, where the backend allows it. */
   bulkJobs?: BulkJobOperations;
   /** For logs: which store, never credentials. */
@@ -144,6 +147,8 @@ async function openPostgres(
     deliveryStore: bookkeeping === pool ? store : createPostgresStore(bookkeeping),
     agendaBackend: new PostgresBackend({ pool: bookkeeping }),
     scheduleDeliveries: createPostgresDeliveryScheduler(bookkeeping),
+    // On the API's pool: accepting is a durable commit.
+    insertQueued: createPostgresQueuedInsert(pool),
     bulkJobs: createPostgresBulkJobOperations(bookkeeping),
     ...(notificationChannel ? { notificationChannel } : {}),
     description,

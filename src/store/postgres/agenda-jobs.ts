@@ -2,6 +2,8 @@ import type { JobId, JobParameters } from "agenda";
 import type { Pool } from "pg";
 import { Coalescer } from "../../coalescer.js";
 import type { BulkJobOperations } from "../../delivery/job-batching.js";
+import type { Notification } from "../../domain/model.js";
+import { insertNotifications, insertParameters } from "./notifications.js";
 import { isDataError, optional } from "./rows.js";
 
 /** Agenda's jobs table, as @agendajs/postgres-backend creates it. */
@@ -49,6 +51,40 @@ export function createPostgresDeliveryScheduler(pool: Pool) {
   );
   return async (notificationIds: readonly string[], jobName: string, lastModifiedBy: string): Promise<string[]> =>
     notificationIds.length === 0 ? [] : schedule.call({ ids: notificationIds, jobName, lastModifiedBy });
+}
+
+/**
+ * Stores new notifications, already marked scheduled, and inserts one due
+ * job each, in one statement: one commit makes them accepted and queued
+ * alike, with no claim to update afterwards. Publishes arriving together
+ * share the statement. Returns the first new job's id (for the wake-up).
+ */
+export function createPostgresQueuedInsert(pool: Pool) {
+  const insert = new Coalescer(
+    async (calls: Array<{ notifications: Notification[]; jobName: string; lastModifiedBy: string }>) => {
+      const notifications = calls.flatMap((call) => call.notifications);
+      const { rows } = await pool.query<{ id: string }>({
+        name: "wh-insert-queued",
+        text: `WITH inserted AS (${insertNotifications(true)} RETURNING id),
+         input AS (SELECT * FROM unnest($11::text[], $12::text[], $13::text[]) AS t (notification_id, name, last_modified_by))
+       INSERT INTO "${AGENDA_TABLE}" (name, priority, next_run_at, type, data, disabled, fork, last_modified_by)
+       SELECT input.name, 0, now(), 'normal', jsonb_build_object('notificationId', inserted.id), false, false, input.last_modified_by
+       FROM inserted JOIN input ON input.notification_id = inserted.id
+       RETURNING id`,
+        values: [
+          ...insertParameters(notifications),
+          notifications.map((n) => n.id),
+          calls.flatMap((call) => call.notifications.map(() => call.jobName)),
+          calls.flatMap((call) => call.notifications.map(() => call.lastModifiedBy)),
+        ],
+      });
+      const first = rows[0] ? String(rows[0].id) : undefined;
+      return calls.map(() => first);
+    },
+    { splitOn: isDataError },
+  );
+  return (notifications: Notification[], jobName: string, lastModifiedBy: string): Promise<string | undefined> =>
+    notifications.length === 0 ? Promise.resolve(undefined) : insert.call({ notifications, jobName, lastModifiedBy });
 }
 
 interface JobRow {

@@ -69,14 +69,16 @@ function toForDelivery(row: DeliveryRow): ForDelivery {
   return { notification, subscription: toSubscription(subscription) };
 }
 
-// One multi-row INSERT from column arrays: a fan-out is one round trip.
-const INSERT_NOTIFICATIONS = `
+/** Inserts the notifications of `$1`…`$10` (insertParameters), with the given `scheduled` flag: a fan-out is one round trip. */
+export const insertNotifications = (scheduled: boolean) => `
   INSERT INTO wh_notifications (id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, scheduled, created_at, updated_at)
-  SELECT id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, false, created_at, updated_at
+  SELECT id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, ${scheduled}, created_at, updated_at
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::timestamptz[], $10::timestamptz[])
     AS t (id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, created_at, updated_at)`;
+const INSERT_NOTIFICATIONS = insertNotifications(false);
 
-function insertParameters(notifications: Notification[]): unknown[] {
+/** One column array per inserted field, in insertNotifications' order. */
+export function insertParameters(notifications: Notification[]): unknown[] {
   const column = <K extends keyof Notification>(key: K) => notifications.map((n) => n[key] ?? null);
   return [
     column("id"),

@@ -1,0 +1,65 @@
+import test from "ava";
+import { pino } from "pino";
+import { loadConfig } from "../../src/config.js";
+import { newId } from "../../src/domain/ids.js";
+import type { Notification } from "../../src/domain/model.js";
+import { openStore } from "../../src/store/open-store.js";
+import { FAST_TEST_ENV } from "../helpers/service.js";
+import { storeTargets } from "../helpers/stores.js";
+
+const log = pino({ level: "silent" });
+const at = new Date(Date.UTC(2026, 0, 1));
+
+function notification(subscriptionId: string): Notification {
+  const body = '{"Event":"Order.Created","Timestamp":"2026-01-01T00:00:00.000Z"}';
+  return {
+    id: newId("ntf"),
+    subscriptionId,
+    clientId: "cli_x",
+    event: "Order.Created",
+    body,
+    status: "pending",
+    attemptCount: 0,
+    createdAt: at,
+    updatedAt: at,
+  };
+}
+
+// Where a store holds Agenda's jobs too (PostgreSQL, PGlite), accepting stores and queues in one statement.
+for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
+  test(`${target.name}: notifications accepted together are stored scheduled with one job each; a refused call writes nothing of its own`, async (t) => {
+    const created = await target.create();
+    const opened = await openStore(loadConfig({ ...FAST_TEST_ENV, ...created.env }).store, log);
+    t.teardown(async () => {
+      await opened.close();
+      await created.cleanup();
+    });
+    const insertQueued = opened.insertQueued;
+    if (!insertQueued) return t.fail("a PostgreSQL store offers insertQueued");
+    await opened.agendaBackend.connect(); // creates Agenda's table
+
+    const first = [notification("sub_a"), notification("sub_a")];
+    const second = [notification("sub_b"), notification("sub_b"), notification("sub_b")];
+    await insertQueued(first, "deliver-notification", "test");
+    // Reuses an id that exists: refused as a whole, alone in its batch. (Not on PGlite: its
+    // socket server drops the connection after any SQL error, failing the batch's other calls too.)
+    const clashing = [notification("sub_c"), first[0] as Notification];
+    if (target.name === "postgres") {
+      const results = await Promise.allSettled([
+        insertQueued(second, "deliver-notification", "test"),
+        insertQueued(clashing, "deliver-notification", "test"),
+      ]);
+      t.is(results[0].status, "fulfilled", String((results[0] as PromiseRejectedResult).reason));
+      t.is(results[1].status, "rejected");
+    } else {
+      await insertQueued(second, "deliver-notification", "test");
+    }
+
+    const accepted = [...first, ...second];
+    for (const n of accepted) t.is((await opened.store.notifications.get(n.id))?.status, "pending");
+    t.is(await opened.store.notifications.get((clashing[0] as Notification).id), undefined);
+    t.deepEqual(await opened.store.notifications.listUnscheduled(new Date(Date.now() + 60_000), 100), []);
+    const jobs = await opened.agendaBackend.repository.queryJobs({ name: "deliver-notification" });
+    t.deepEqual(jobs.jobs.map((job) => (job.data as { notificationId: string }).notificationId).sort(), accepted.map((n) => n.id).sort());
+  });
+}
