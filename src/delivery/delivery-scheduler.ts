@@ -104,6 +104,8 @@ export class DeliveryScheduler implements DeliveryQueue {
       batchJobs(this.#agenda.db, options.bulkJobs, {
         lockBatch: options.concurrency,
         removeOnComplete: REMOVE_ON_COMPLETE,
+        // Nothing reads a delivery job's lastRunAt; the attempt record has the start time.
+        skipStartSave: true,
         onMoreLocked: () => {
           this.#moreDue = true;
           this.#wake();

@@ -43,12 +43,19 @@ export function batchJobs(
     lockBatch: number;
     /** As Agenda's option: a one-time job that succeeded is deleted. */
     removeOnComplete: boolean;
+    /**
+     * Skip the save Agenda makes as a one-time job starts (its lastRunAt and
+     * nextRunAt), which costs a round trip before every run. The job is
+     * locked already: a crash mid-run brings it back through lock expiry
+     * either way, and the save after the run writes every field.
+     */
+    skipStartSave: boolean;
     /** Jobs were locked ahead with no fill waiting for them: Agenda should look again. */
     onMoreLocked: () => void;
     onError: (error: unknown) => void;
   },
 ): BatchingRepository {
-  const { lockBatch, removeOnComplete, onMoreLocked, onError } = options;
+  const { lockBatch, removeOnComplete, skipStartSave, onMoreLocked, onError } = options;
   const buffers = new Map<string, JobParameters[]>();
   /** Every lock-ahead under way, so release() can wait for them. */
   const fetches = new Set<Promise<number>>();
@@ -192,7 +199,17 @@ export function batchJobs(
     job.lastFinishedAt >= job.lastRunAt &&
     (job.failedAt === undefined || job.failedAt < job.lastRunAt);
 
+  /** The save Agenda's Job.run() makes before running: still locked, started after its last finish or failure. */
+  const startSave = (job: JobParameters) =>
+    job.lockedAt !== undefined &&
+    job.lastRunAt !== undefined &&
+    !job.repeatInterval &&
+    !job.repeatAt &&
+    (job.lastFinishedAt === undefined || job.lastFinishedAt < job.lastRunAt) &&
+    (job.failedAt === undefined || job.failedAt < job.lastRunAt);
+
   const saveJobState: JobRepository["saveJobState"] = async (job, options) => {
+    if (skipStartSave && startSave(job)) return;
     if (finishedForGood(job)) {
       if ((await removes.call(String(job._id))) === 1) {
         if (deletedOnSave.size >= DELETED_ON_SAVE_LIMIT) deletedOnSave.clear();
