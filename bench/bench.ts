@@ -21,6 +21,8 @@ const asJson = process.argv.includes("--json");
 /** `--store=postgres` runs one store only. */
 const onlyStore = process.argv.find((a) => a.startsWith("--store="))?.slice(8);
 const ADMIN = "bench-admin-token-0123456789";
+/** The service runs as `npm start` runs it. */
+const SERVICE_NODE_ARGS = ["--max-semi-space-size=32"];
 const MASTER = "ab".repeat(32);
 // BENCH_EVENTS overrides the throughput scenario's event count (for profiling).
 const SIZE_BASE = quick
@@ -187,7 +189,7 @@ async function runStore(
   // BENCH_NODE_ARGS: flags for the service's node alone, including V8 flags NODE_OPTIONS refuses.
   const service = spawn(
     process.execPath,
-    [...profile, ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []), "dist/main.js"],
+    [...profile, ...SERVICE_NODE_ARGS, ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []), "dist/main.js"],
     {
       env: {
         ...process.env,
