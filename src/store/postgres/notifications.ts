@@ -2,7 +2,7 @@ import type { Pool } from "pg";
 import { Coalescer } from "../../coalescer.js";
 import type { DeliveryAttempt, Notification, NotificationStatus, Subscription } from "../../domain/model.js";
 import type { NotificationQuery, NotificationStore } from "../../domain/ports.js";
-import { isDataError, optional, readsById } from "./rows.js";
+import { isDataError, optional } from "./rows.js";
 import { SUBSCRIPTION_COLUMNS, type SubscriptionRow, toSubscription } from "./subscriptions.js";
 
 interface NotificationRow {
@@ -126,7 +126,6 @@ function recordParameters(records: RecordedAttempt[]): unknown[] {
 
 export class PostgresNotificationStore implements NotificationStore {
   /** Deliveries running side by side read and record through shared statements. */
-  readonly #reads: Coalescer<string, Notification | undefined>;
   readonly #deliveryReads = new Coalescer<string, ForDelivery | undefined>(
     async (ids) => {
       const { rows } = await this.pool.query<DeliveryRow>({ name: "wh-read-for-delivery", text: READ_FOR_DELIVERY, values: [ids] });
@@ -150,9 +149,7 @@ export class PostgresNotificationStore implements NotificationStore {
     { splitOn: isDataError },
   );
 
-  constructor(private readonly pool: Pool) {
-    this.#reads = readsById(pool, "wh_notifications", toNotification);
-  }
+  constructor(private readonly pool: Pool) {}
 
   async insert(notifications: Notification[]): Promise<void> {
     if (notifications.length > 0) await this.#inserts.call(notifications);
@@ -201,8 +198,9 @@ export class PostgresNotificationStore implements NotificationStore {
     return rows.map((row) => row.id);
   }
 
-  get(id: string): Promise<Notification | undefined> {
-    return this.#reads.call(id);
+  async get(id: string): Promise<Notification | undefined> {
+    const { rows } = await this.pool.query<NotificationRow>("SELECT * FROM wh_notifications WHERE id = $1", [id]);
+    return rows[0] && toNotification(rows[0]);
   }
 
   getForDelivery(id: string): Promise<ForDelivery | undefined> {

@@ -2,7 +2,7 @@ import type { Pool } from "pg";
 import { Coalescer } from "../../coalescer.js";
 import type { Subscription } from "../../domain/model.js";
 import type { Cursor, SubscriptionStore } from "../../domain/ports.js";
-import { isDataError, optional, readsById } from "./rows.js";
+import { isDataError, optional } from "./rows.js";
 
 export interface SubscriptionRow {
   id: string;
@@ -79,9 +79,6 @@ const mutable = (s: Subscription) => [
 ];
 
 export class PostgresSubscriptionStore implements SubscriptionStore {
-  /** Deliveries running side by side read their subscriptions in one statement. */
-  readonly #reads: Coalescer<string, Subscription | undefined>;
-
   /** Publishes arriving together look up their subscribers in one statement. */
   readonly #fanOutReads = new Coalescer<{ clientId: string; event: string }, Subscription[]>(
     async (keys) => {
@@ -99,9 +96,7 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     { splitOn: isDataError },
   );
 
-  constructor(private readonly pool: Pool) {
-    this.#reads = readsById(pool, "wh_subscriptions", toSubscription);
-  }
+  constructor(private readonly pool: Pool) {}
 
   async insert(s: Subscription): Promise<void> {
     await this.pool.query(
@@ -112,8 +107,9 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     );
   }
 
-  get(id: string): Promise<Subscription | undefined> {
-    return this.#reads.call(id);
+  async get(id: string): Promise<Subscription | undefined> {
+    const { rows } = await this.pool.query<SubscriptionRow>("SELECT * FROM wh_subscriptions WHERE id = $1", [id]);
+    return rows[0] && toSubscription(rows[0]);
   }
 
   async findByUrl(clientId: string, url: string): Promise<Subscription[]> {
