@@ -188,25 +188,29 @@ export function batchJobs(
    * instead of two.
    */
   const deletedOnSave = new Set<string>();
-  const finishedForGood = (job: JobParameters) =>
-    removeOnComplete &&
-    job.lockedAt === undefined &&
-    !job.nextRunAt &&
-    !job.repeatInterval &&
-    !job.repeatAt &&
-    job.lastRunAt !== undefined &&
-    job.lastFinishedAt !== undefined &&
-    job.lastFinishedAt >= job.lastRunAt &&
-    (job.failedAt === undefined || job.failedAt < job.lastRunAt);
+  /** A one-time job's last run started (lastRunAt) and has not failed since; `lastRunAt` when so. */
+  const runNotFailed = (job: JobParameters): Date | undefined =>
+    !job.repeatInterval && !job.repeatAt && job.lastRunAt !== undefined && (job.failedAt === undefined || job.failedAt < job.lastRunAt)
+      ? job.lastRunAt
+      : undefined;
 
-  /** The save Agenda's Job.run() makes before running: still locked, started after its last finish or failure. */
-  const startSave = (job: JobParameters) =>
-    job.lockedAt !== undefined &&
-    job.lastRunAt !== undefined &&
-    !job.repeatInterval &&
-    !job.repeatAt &&
-    (job.lastFinishedAt === undefined || job.lastFinishedAt < job.lastRunAt) &&
-    (job.failedAt === undefined || job.failedAt < job.lastRunAt);
+  const finishedForGood = (job: JobParameters) => {
+    const ranAt = runNotFailed(job);
+    return (
+      removeOnComplete &&
+      ranAt !== undefined &&
+      job.lockedAt === undefined &&
+      !job.nextRunAt &&
+      job.lastFinishedAt !== undefined &&
+      job.lastFinishedAt >= ranAt
+    );
+  };
+
+  /** The save Agenda's Job.run() makes before running: still locked, started after its last finish. */
+  const startSave = (job: JobParameters) => {
+    const ranAt = runNotFailed(job);
+    return ranAt !== undefined && job.lockedAt !== undefined && (job.lastFinishedAt === undefined || job.lastFinishedAt < ranAt);
+  };
 
   const saveJobState: JobRepository["saveJobState"] = async (job, options) => {
     if (skipStartSave && startSave(job)) return;
