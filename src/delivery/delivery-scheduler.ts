@@ -48,7 +48,7 @@ export interface DeliverySchedulerOptions {
   sweepIntervalMs: number;
   name: string;
   /** Where the store can claim notifications and insert their jobs in one statement (PostgreSQL). */
-  scheduleDeliveries?: (notificationIds: readonly string[], jobName: string, lastModifiedBy: string) => Promise<string[]>;
+  scheduleDeliveries?: (notificationIds: readonly string[], jobName: string, lastModifiedBy: string) => Promise<string | undefined>;
   /** Where the store can insert notifications and their jobs in one durable statement (PostgreSQL). */
   insertQueued?: (notifications: Notification[], jobName: string, lastModifiedBy: string) => Promise<string | undefined>;
   /** Where the backend can lock, save and delete many jobs per statement (PostgreSQL). */
@@ -167,8 +167,7 @@ export class DeliveryScheduler implements DeliveryQueue {
       this.#wake();
       return;
     }
-    const [jobId] = await scheduleDeliveries(notificationIds, DELIVER_JOB, name);
-    await this.#announce(jobId);
+    await this.#announce(await scheduleDeliveries(notificationIds, DELIVER_JOB, name));
   }
 
   /** New jobs are due: wakes this scheduler, and tells other instances on the same database. */

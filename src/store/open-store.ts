@@ -33,7 +33,7 @@ export interface OpenStore {
   /** Set where the backend's own channel can't reach this process's scheduler. */
   notificationChannel?: NotificationChannel;
   /** Claims notifications and inserts their Agenda jobs atomically, where the backend allows it. */
-  scheduleDeliveries?: (notificationIds: readonly string[], jobName: string, lastModifiedBy: string) => Promise<string[]>;
+  scheduleDeliveries?: (notificationIds: readonly string[], jobName: string, lastModifiedBy: string) => Promise<string | undefined>;
   /** Stores and queues new notifications in one durable statement (PostgreSQL); returns a new job's id. */
   insertQueued?: (notifications: Notification[], jobName: string, lastModifiedBy: string) => Promise<string | undefined>;
   /** Agenda's per-job statements for many jobs at once, where the backend allows it. */

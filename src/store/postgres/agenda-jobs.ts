@@ -14,7 +14,7 @@ const AGENDA_TABLE = "agenda_jobs";
  * scheduled and inserts one due job each (the rows `agenda.now()` would write
  * a round trip at a time). Claim and insert commit together, so a failure
  * leaves both undone for the sweep, and two sweeps never queue one twice.
- * Returns the new job ids.
+ * Returns one of the call's new job ids (for the wake-up), if it queued any.
  */
 export function createPostgresDeliveryScheduler(pool: Pool) {
   // Publishes arriving together are scheduled together.
@@ -39,18 +39,12 @@ export function createPostgresDeliveryScheduler(pool: Pool) {
         ],
       });
       const jobIds = new Map(rows.map((row) => [row.notification_id, String(row.id)]));
-      return calls.map((call) =>
-        call.ids.flatMap((id) => {
-          const jobId = jobIds.get(id);
-          jobIds.delete(id);
-          return jobId ?? [];
-        }),
-      );
+      return calls.map((call) => call.ids.map((id) => jobIds.get(id)).find((jobId) => jobId !== undefined));
     },
     { splitOn: isDataError },
   );
-  return async (notificationIds: readonly string[], jobName: string, lastModifiedBy: string): Promise<string[]> =>
-    notificationIds.length === 0 ? [] : schedule.call({ ids: notificationIds, jobName, lastModifiedBy });
+  return (notificationIds: readonly string[], jobName: string, lastModifiedBy: string): Promise<string | undefined> =>
+    notificationIds.length === 0 ? Promise.resolve(undefined) : schedule.call({ ids: notificationIds, jobName, lastModifiedBy });
 }
 
 /**
