@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { createPrivateKey, generateKeyPairSync } from "node:crypto";
-import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +15,7 @@ import { signBody } from "../src/domain/signature.js";
 import { steadyRate, summarise } from "./stats.js";
 
 const quick = process.argv.includes("--quick");
-/** `--only=a` runs the throughput scenario alone (for profiling). */
+/** `--only=a` runs the throughput scenario alone (for profiling), `--only=b` the latency one. */
 const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
 const asJson = process.argv.includes("--json");
 /** `--store=postgres` runs one store only. */
@@ -152,7 +152,6 @@ function printTimeline(offsetsMs: readonly number[], publishMs: number): void {
 
 /** CPU time all processes spent busy since boot, from /proc/stat (Linux; NaN elsewhere). */
 async function machineBusyMs(): Promise<number> {
-  const { readFile } = await import("node:fs/promises");
   const line = await readFile("/proc/stat", "utf8").then(
     (text) => text.split("\n")[0] ?? "",
     () => "",
@@ -171,7 +170,6 @@ async function directorySize(path: string): Promise<number> {
 }
 
 async function rss(pid: number): Promise<number> {
-  const { readFile } = await import("node:fs/promises");
   const status = await readFile(`/proc/${pid}/status`, "utf8");
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024;
 }
