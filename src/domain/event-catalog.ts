@@ -54,6 +54,8 @@ const CACHE_MS = 2_000;
 /** The event types: seeded from the catalog, registered and updated by internal services. */
 export class EventCatalog {
   #cache: { at: number; byName: Map<string, EventType> } | undefined;
+  /** The read under way, shared by callers arriving meanwhile. */
+  #reading: Promise<Map<string, EventType>> | undefined;
 
   constructor(private readonly store: EventTypeStore) {}
 
@@ -64,7 +66,7 @@ export class EventCatalog {
       assertDefinition(definition);
       await this.store.insert({ ...definition, createdAt: now, updatedAt: now });
     }
-    this.#cache = undefined;
+    this.#invalidate();
   }
 
   async list(): Promise<EventType[]> {
@@ -89,7 +91,7 @@ export class EventCatalog {
     const now = new Date();
     const type: EventType = { ...definition, createdAt: now, updatedAt: now };
     if (!(await this.store.insert(type))) throw new ConflictError(`event type ${definition.name} exists already; update it instead`);
-    this.#cache = undefined;
+    this.#invalidate();
     return type;
   }
 
@@ -108,15 +110,36 @@ export class EventCatalog {
     };
     assertDefinition(next);
     if (!(await this.store.update(next))) throw new NotFoundError(`event type ${name} not found`);
-    this.#cache = undefined;
+    this.#invalidate();
     return next;
   }
 
-  async #byName(): Promise<Map<string, EventType>> {
-    if (this.#cache && Date.now() - this.#cache.at < CACHE_MS) return this.#cache.byName;
-    const types = await this.store.list();
-    this.#cache = { at: Date.now(), byName: new Map(types.map((t) => [t.name, t])) };
-    return this.#cache.byName;
+  #byName(): Promise<Map<string, EventType>> {
+    if (this.#cache && Date.now() - this.#cache.at < CACHE_MS) return Promise.resolve(this.#cache.byName);
+    if (this.#reading) return this.#reading;
+    const reading: Promise<Map<string, EventType>> = this.store.list().then(
+      (types) => {
+        const byName = new Map(types.map((t) => [t.name, t]));
+        // A change made while reading dropped this read: it answers its own callers, uncached.
+        if (this.#reading === reading) {
+          this.#cache = { at: Date.now(), byName };
+          this.#reading = undefined;
+        }
+        return byName;
+      },
+      (error: unknown) => {
+        if (this.#reading === reading) this.#reading = undefined;
+        throw error;
+      },
+    );
+    this.#reading = reading;
+    return reading;
+  }
+
+  /** After a change: the next caller reads again, and a read already under way is not cached. */
+  #invalidate(): void {
+    this.#cache = undefined;
+    this.#reading = undefined;
   }
 }
 
