@@ -66,6 +66,9 @@ export class DeliveryScheduler implements DeliveryQueue {
   /** Agenda's handler for "jobs are due", called directly for this process's own wake-ups. */
   #fill: ((notification: JobNotification) => unknown) | undefined;
   #wakePending = false;
+  /** A NOTIFY to other instances is on its way; `#tellNext` is the job to announce after it. */
+  #telling = false;
+  #tellNext: string | undefined;
   /** The last lock found a job, so more may be due than Agenda's lock limit let it take. */
   #moreDue = false;
   #sweepTimer: NodeJS.Timeout | undefined;
@@ -167,27 +170,47 @@ export class DeliveryScheduler implements DeliveryQueue {
       this.#wake();
       return;
     }
-    await this.#announce(await scheduleDeliveries(notificationIds, DELIVER_JOB, name));
+    this.#announce(await scheduleDeliveries(notificationIds, DELIVER_JOB, name));
   }
 
   /** New jobs are due: wakes this scheduler, and tells other instances on the same database. */
-  async #announce(jobId: string | undefined): Promise<void> {
+  #announce(jobId: string | undefined): void {
     if (jobId === undefined) return;
     this.#wake();
-    // Other instances hear of the jobs too (no nextRunAt, as in #wake).
-    // Best effort: their poll finds the jobs anyway.
-    if (this.#channel?.state !== "connected" || this.#channel instanceof InMemoryNotificationChannel) return;
-    const now = new Date();
-    await this.#channel
-      .publish({
-        jobId: jobId as unknown as JobId,
-        jobName: DELIVER_JOB,
-        nextRunAt: null,
-        priority: 0,
-        timestamp: now,
-        source: this.options.name,
-      })
-      .catch((err: unknown) => this.deps.log.warn({ err }, "wake-up failed; the poll will find the jobs"));
+    this.#tellOthers(jobId);
+  }
+
+  /**
+   * Other instances hear of new jobs through one NOTIFY at a time: jobs
+   * announced while one is on its way share the next (a wake-up says "jobs
+   * are due", whichever). Best effort, not awaited: their poll finds the
+   * jobs anyway, and a publish need not wait for it.
+   */
+  #tellOthers(jobId: string): void {
+    const channel = this.#channel;
+    if (channel?.state !== "connected" || channel instanceof InMemoryNotificationChannel) return;
+    if (this.#telling) {
+      this.#tellNext = jobId;
+      return;
+    }
+    this.#telling = true;
+    void (async () => {
+      for (let next: string | undefined = jobId; next !== undefined && !this.#stopping; next = this.#tellNext) {
+        this.#tellNext = undefined;
+        await channel
+          // No nextRunAt, as in #wake.
+          .publish({
+            jobId: next as unknown as JobId,
+            jobName: DELIVER_JOB,
+            nextRunAt: null,
+            priority: 0,
+            timestamp: new Date(),
+            source: this.options.name,
+          })
+          .catch((err: unknown) => this.deps.log.warn({ err }, "wake-up failed; the poll will find the jobs"));
+      }
+      this.#telling = false;
+    })();
   }
 
   /** Lets Agenda look for due jobs now, once per turn of the event loop. */
