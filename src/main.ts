@@ -1,4 +1,4 @@
-import "./debug-colors.js";
+import "./debug-loggers.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { startService } from "./service.js";
