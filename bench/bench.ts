@@ -161,6 +161,13 @@ async function machineBusyMs(): Promise<number> {
   return ((user + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0)) * 1000) / 100;
 }
 
+/** CPU time (user + system, all threads) a process has used, from /proc/<pid>/stat (Linux; NaN elsewhere). */
+async function processCpuMs(pid: number | undefined): Promise<number> {
+  const text = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
 async function directorySize(path: string): Promise<number> {
   let total = 0;
   for (const entry of await readdir(path, { withFileTypes: true, recursive: true })) {
@@ -254,9 +261,11 @@ async function runStore(
       receiver.send({ type: "reset" });
       const publishStarted = Date.now();
       const cpuBefore = await machineBusyMs();
+      const serviceCpuBefore = await processCpuMs(service.pid);
       const sent = await publish("Bench.Throughput", SIZE.events, 0, Number(process.env.BENCH_PUBLISHERS ?? 64));
       const a = await collect(sent.notifications, 300_000);
       const cpuPerNotification = ((await machineBusyMs()) - cpuBefore) / a.records.length;
+      const serviceCpuPerNotification = ((await processCpuMs(service.pid)) - serviceCpuBefore) / a.records.length;
       // BENCH_TIMELINE=1 prints deliveries per second, marking where publishing ended (for profiling).
       if (process.env.BENCH_TIMELINE)
         printTimeline(
@@ -272,6 +281,7 @@ async function runStore(
         unit: "/s",
       });
       report({ store, figure: "(a) machine CPU per notification", value: cpuPerNotification * 1000, unit: "µs" });
+      report({ store, figure: "(a) service process CPU per notification", value: serviceCpuPerNotification * 1000, unit: "µs" });
       report({ store, figure: "(a) lost / unsigned", value: sent.notifications - a.records.length + a.unsigned, unit: "", target: "0" });
       rows.push({ store, figure: "(a) delivered notifications", value: a.records.length, unit: "" });
     }
