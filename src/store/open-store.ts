@@ -119,6 +119,16 @@ async function openMongo(url: string, changeStreams: boolean): Promise<OpenStore
  */
 const PLAN_EACH_TIME = "SET plan_cache_mode = force_custom_plan";
 
+/** Sets up each new connection of a pool (see PLAN_EACH_TIME), and logs idle ones failing. */
+export function watchPool(pool: pg.Pool, log: Logger): void {
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on("error", (err) => log.error({ err }, "idle database connection failed"));
+  // Queued ahead of the client's first statement.
+  pool.on("connect", (client) => {
+    client.query(PLAN_EACH_TIME).catch((err: unknown) => log.warn({ err }, "setting the plan cache mode failed"));
+  });
+}
+
 /**
  * Two pools on PostgreSQL. The API's commits wait for the WAL flush: an
  * accepted notification is on disk before the answer. Delivery bookkeeping
@@ -141,14 +151,7 @@ async function openPostgres(
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   const bookkeeping = asyncBookkeeping ? new pg.Pool({ ...withSetting(url, "synchronous_commit=off"), max: poolSize }) : pool;
   const pools = bookkeeping === pool ? [pool] : [pool, bookkeeping];
-  for (const p of pools) {
-    // An idle client losing its connection must not crash the process; the pool replaces it.
-    p.on("error", (err) => log.error({ err }, "idle database connection failed"));
-    // Queued ahead of the client's first statement.
-    p.on("connect", (client) => {
-      client.query(PLAN_EACH_TIME).catch((err: unknown) => log.warn({ err }, "setting the plan cache mode failed"));
-    });
-  }
+  for (const p of pools) watchPool(p, log);
   const close = async () => {
     await Promise.all(pools.map((p) => p.end()));
   };

@@ -2,7 +2,7 @@ import test from "ava";
 import pg from "pg";
 import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
-import { type OpenStore, openStore, withSetting } from "../../src/store/open-store.js";
+import { type OpenStore, openStore, watchPool, withSetting } from "../../src/store/open-store.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 import { storeContract } from "./store-contract.js";
@@ -42,6 +42,20 @@ if (process.env.POSTGRES_URL) {
     try {
       t.is((await pool.query("SHOW synchronous_commit")).rows[0]?.synchronous_commit, "off");
       t.is((await pool.query("SHOW statement_timeout")).rows[0]?.statement_timeout, "12345ms");
+    } finally {
+      await pool.end();
+    }
+  });
+
+  test("postgres: every connection plans a prepared statement for each run's values", async (t) => {
+    const pool = new pg.Pool({ connectionString: adminUrl, max: 2 });
+    watchPool(pool, log);
+    try {
+      const [first, second] = await Promise.all([pool.connect(), pool.connect()]);
+      for (const client of [first, second]) {
+        t.is((await client?.query("SHOW plan_cache_mode"))?.rows[0]?.plan_cache_mode, "force_custom_plan");
+        client?.release();
+      }
     } finally {
       await pool.end();
     }
