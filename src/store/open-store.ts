@@ -55,7 +55,7 @@ const EMBEDDED_POOL_SIZE = 1;
 export async function openStore(config: StoreConfig, log: Logger): Promise<OpenStore> {
   switch (config.kind) {
     case "embedded": {
-      const embedded = await startEmbeddedPostgres(config.dataDir, EMBEDDED_POOL_SIZE);
+      const embedded = await startEmbeddedPostgres(config.dataDir, EMBEDDED_POOL_SIZE, [PLAN_EACH_TIME]);
       try {
         // PGlite is one session behind a multiplexer, so LISTEN/NOTIFY can't
         // wake the scheduler; the process is alone on it, so in-memory works.
@@ -117,17 +117,7 @@ async function openMongo(url: string, changeStreams: boolean): Promise<OpenStore
  * growing with the history. A plan made for the actual values uses the index;
  * planning costs a fraction of a millisecond.
  */
-const PLAN_EACH_TIME = "SET plan_cache_mode = force_custom_plan";
-
-/** Sets up each new connection of a pool (see PLAN_EACH_TIME), and logs idle ones failing. */
-export function watchPool(pool: pg.Pool, log: Logger): void {
-  // An idle client losing its connection must not crash the process; the pool replaces it.
-  pool.on("error", (err) => log.error({ err }, "idle database connection failed"));
-  // Queued ahead of the client's first statement.
-  pool.on("connect", (client) => {
-    client.query(PLAN_EACH_TIME).catch((err: unknown) => log.warn({ err }, "setting the plan cache mode failed"));
-  });
-}
+export const PLAN_EACH_TIME = "plan_cache_mode=force_custom_plan";
 
 /**
  * Two pools on PostgreSQL. The API's commits wait for the WAL flush: an
@@ -148,10 +138,13 @@ async function openPostgres(
   notificationChannel?: NotificationChannel,
   { asyncBookkeeping = false } = {},
 ): Promise<OpenStore> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
-  const bookkeeping = asyncBookkeeping ? new pg.Pool({ ...withSetting(url, "synchronous_commit=off"), max: poolSize }) : pool;
+  const pool = new pg.Pool({ ...withSettings(url, [PLAN_EACH_TIME]), max: poolSize });
+  const bookkeeping = asyncBookkeeping
+    ? new pg.Pool({ ...withSettings(url, [PLAN_EACH_TIME, "synchronous_commit=off"]), max: poolSize })
+    : pool;
   const pools = bookkeeping === pool ? [pool] : [pool, bookkeeping];
-  for (const p of pools) watchPool(p, log);
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  for (const p of pools) p.on("error", (err) => log.error({ err }, "idle database connection failed"));
   const close = async () => {
     await Promise.all(pools.map((p) => p.end()));
   };
@@ -177,14 +170,14 @@ async function openPostgres(
 }
 
 /**
- * The URL with one more `-c` setting in the startup `options`, kept with the
- * URL's own (pg would let the URL's `options` override a separate one).
+ * The URL with more `-c` settings in the startup `options`, after the URL's
+ * own (pg would let the URL's `options` override a separate one altogether).
  */
-export function withSetting(url: string, setting: string): { connectionString: string; options: string } {
+export function withSettings(url: string, settings: readonly string[]): { connectionString: string; options: string } {
   const parsed = new URL(url);
   const own = parsed.searchParams.get("options") ?? "";
   parsed.searchParams.delete("options");
-  return { connectionString: parsed.toString(), options: `${own} -c ${setting}`.trim() };
+  return { connectionString: parsed.toString(), options: [own, ...settings.map((setting) => `-c ${setting}`)].join(" ").trim() };
 }
 
 /** A connection URL without its password, for logs. */
