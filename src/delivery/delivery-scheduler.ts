@@ -13,7 +13,7 @@ import type { Notification } from "../domain/model.js";
 import type { DeliveryQueue, NotificationStore } from "../domain/ports.js";
 import { type RetryPolicy, retryDelay } from "../domain/retry-policy.js";
 import type { DeliveryWorker } from "./delivery-worker.js";
-import { type BatchingRepository, type BulkJobOperations, batchJobs, withOverrides } from "./job-batching.js";
+import { type BatchingRepository, type BulkJobOperations, batchJobs, type QueuedInsert, withOverrides } from "./job-batching.js";
 
 export const DELIVER_JOB = "deliver-notification";
 const INTERRUPTED_SAVE_WAIT_MS = 5_000;
@@ -49,8 +49,12 @@ export interface DeliverySchedulerOptions {
   name: string;
   /** Where the store can claim notifications and insert their jobs in one statement (PostgreSQL). */
   scheduleDeliveries?: (notificationIds: readonly string[], jobName: string, lastModifiedBy: string) => Promise<string | undefined>;
-  /** Where the store can insert notifications and their jobs in one durable statement (PostgreSQL). */
-  insertQueued?: (notifications: Notification[], jobName: string, lastModifiedBy: string) => Promise<string | undefined>;
+  /**
+   * Where the store can insert notifications and their jobs in one durable
+   * statement (PostgreSQL); the first `lockUpTo()` jobs, asked as the
+   * statement goes out, are inserted locked for this instance.
+   */
+  insertQueued?: (notifications: Notification[], jobName: string, lastModifiedBy: string, lockUpTo?: () => number) => Promise<QueuedInsert>;
   /** Where the backend can lock, save and delete many jobs per statement (PostgreSQL). */
   bulkJobs?: BulkJobOperations;
 }
@@ -85,7 +89,13 @@ export class DeliveryScheduler implements DeliveryQueue {
   ) {
     const { insertQueued } = options;
     if (insertQueued) {
-      this.insertQueued = async (notifications) => this.#announce(await insertQueued(notifications, DELIVER_JOB, options.name));
+      this.insertQueued = async (notifications) => {
+        // New jobs go straight to this instance's line while it keeps up: no round trip to lock them.
+        const lockUpTo = () => (this.#stopping ? 0 : (this.#batching?.room(DELIVER_JOB) ?? 0));
+        const { jobId, locked } = await insertQueued(notifications, DELIVER_JOB, options.name, lockUpTo);
+        this.#batching?.adopt(locked);
+        this.#announce(jobId);
+      };
     }
     const channel = options.notificationChannel ?? options.backend.notificationChannel;
     this.#channel = channel && this.#wakeupsOnly(channel);

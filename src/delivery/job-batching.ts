@@ -13,6 +13,14 @@ export interface BulkJobOperations {
   removeJobs(ids: readonly string[]): Promise<string[]>;
 }
 
+/** What inserting notifications with their jobs answers each caller (see DeliverySchedulerOptions.insertQueued). */
+export interface QueuedInsert {
+  /** One of the call's new job ids (for the wake-up), if it queued any. */
+  jobId?: string;
+  /** The call's jobs inserted already locked by this instance, to run without a lock round trip. */
+  locked: JobParameters[];
+}
+
 /** Ids deleted by their final save, waiting for Agenda's delete; bounded should one never come. */
 const DELETED_ON_SAVE_LIMIT = 100_000;
 /**
@@ -25,6 +33,15 @@ const HANDOUT_MAX_AGE_MS = 2_000;
 
 export interface BatchingRepository {
   repository: JobRepository;
+  /**
+   * How many new jobs of `name` may be inserted locked for this instance
+   * now: room left in the batch, and none while due jobs wait in the table
+   * (the last lock-ahead filled its batch), so new jobs never overtake a
+   * backlog for longer than one batch.
+   */
+  room(name: string): number;
+  /** Takes jobs inserted locked for this instance into the line, ahead of Agenda's next fill. */
+  adopt(jobs: JobParameters[]): void;
   /** Hands back the locks taken ahead and not given to Agenda yet. */
   release(): Promise<void>;
 }
@@ -57,6 +74,8 @@ export function batchJobs(
 ): BatchingRepository {
   const { lockBatch, removeOnComplete, skipStartSave, onMoreLocked, onError } = options;
   const buffers = new Map<string, JobParameters[]>();
+  /** Per job name: the last lock-ahead found fewer due jobs than a batch, so none were left waiting. */
+  const caughtUp = new Map<string, boolean>();
   /** Every lock-ahead under way, so release() can wait for them. */
   const fetches = new Set<Promise<number>>();
   let lastFetch: Promise<number> | undefined;
@@ -109,6 +128,7 @@ export function batchJobs(
   const lockAhead = ([name, lockDeadline, lastModifiedBy]: LockArguments): Promise<number> => {
     const fetch = (async () => {
       const jobs = await bulk.lockNextJobs(name, new Date(), lockDeadline, lockBatch, lastModifiedBy);
+      caughtUp.set(name, jobs.length < lockBatch);
       if (released) {
         if (jobs.length > 0) await bulk.unlockIfHeld(held(jobs));
         return 0;
@@ -238,6 +258,23 @@ export function batchJobs(
 
   return {
     repository: withOverrides(base, { getNextJobToRun, unlockJob, saveJobState, removeJobs }),
+    room(name) {
+      if (released || !caughtUp.get(name)) return 0;
+      return Math.max(0, lockBatch - (buffers.get(name)?.length ?? 0));
+    },
+    adopt(jobs) {
+      if (jobs.length === 0) return;
+      if (released) {
+        unlock(jobs);
+        return;
+      }
+      for (const job of jobs) {
+        const buffer = buffers.get(job.name) ?? [];
+        buffer.push(job);
+        buffers.set(job.name, buffer);
+      }
+      onMoreLocked();
+    },
     async release() {
       released = true;
       await Promise.allSettled(fetches);

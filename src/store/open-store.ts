@@ -4,7 +4,7 @@ import { type AgendaBackend, InMemoryNotificationChannel, type NotificationChann
 import { MongoClient } from "mongodb";
 import pg from "pg";
 import type { Logger } from "pino";
-import type { BulkJobOperations } from "../delivery/job-batching.js";
+import type { BulkJobOperations, QueuedInsert } from "../delivery/job-batching.js";
 import type { Notification } from "../domain/model.js";
 import type { Store } from "../domain/ports.js";
 import { createMongoStore, ensureMongoIndexes } from "./mongo/mongo-store.js";
@@ -34,8 +34,8 @@ export interface OpenStore {
   notificationChannel?: NotificationChannel;
   /** Claims notifications and inserts their Agenda jobs atomically, where the backend allows it. */
   scheduleDeliveries?: (notificationIds: readonly string[], jobName: string, lastModifiedBy: string) => Promise<string | undefined>;
-  /** Stores and queues new notifications in one durable statement (PostgreSQL); returns a new job's id. */
-  insertQueued?: (notifications: Notification[], jobName: string, lastModifiedBy: string) => Promise<string | undefined>;
+  /** Stores and queues new notifications in one durable statement (PostgreSQL), some jobs locked for the caller. */
+  insertQueued?: (notifications: Notification[], jobName: string, lastModifiedBy: string, lockUpTo?: () => number) => Promise<QueuedInsert>;
   /** Agenda's per-job statements for many jobs at once, where the backend allows it. */
   bulkJobs?: BulkJobOperations;
   /** For logs: which store, never credentials. */

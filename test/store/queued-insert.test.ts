@@ -63,3 +63,44 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
     t.deepEqual(jobs.jobs.map((job) => (job.data as { notificationId: string }).notificationId).sort(), accepted.map((n) => n.id).sort());
   });
 }
+
+// The scheduler asks for some jobs locked at insert (while it keeps up), and runs them without locking them again.
+for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
+  test(`${target.name}: the first jobs of an insert can be locked for the caller, and are answered as Agenda would read them`, async (t) => {
+    const created = await target.create();
+    const opened = await openStore(loadConfig({ ...FAST_TEST_ENV, ...created.env }).store, log);
+    t.teardown(async () => {
+      await opened.close();
+      await created.cleanup();
+    });
+    const insertQueued = opened.insertQueued;
+    if (!insertQueued) return t.fail("a PostgreSQL store offers insertQueued");
+    await opened.agendaBackend.connect();
+
+    const before = Date.now();
+    const [a, b] = await Promise.all([
+      insertQueued([notification("sub_a"), notification("sub_a")], "deliver-notification", "instance-1", () => 3),
+      insertQueued([notification("sub_b"), notification("sub_b")], "deliver-notification", "instance-1", () => 0),
+    ]);
+    const unlocked = await insertQueued([notification("sub_c")], "deliver-notification", "instance-1");
+    // One statement for both calls: the first three of its jobs are locked, whichever call they belong to.
+    t.is(a?.locked.length, 2);
+    t.is(b?.locked.length, 1);
+    t.deepEqual(unlocked.locked, []);
+    t.truthy(unlocked.jobId);
+
+    const { jobs } = await opened.agendaBackend.repository.queryJobs({ name: "deliver-notification" });
+    t.is(jobs.length, 5);
+    for (const answered of [...(a?.locked ?? []), ...(b?.locked ?? [])]) {
+      const stored = jobs.find((job) => String(job._id) === String(answered._id));
+      t.truthy(stored, "the answered job is in the table");
+      t.is(stored?.lockedAt?.getTime(), answered.lockedAt?.getTime());
+      t.true((answered.lockedAt?.getTime() ?? 0) >= before);
+      t.is(stored?.lastModifiedBy, "instance-1");
+      t.is(stored?.nextRunAt?.getTime(), answered.nextRunAt?.getTime());
+      t.deepEqual(stored?.data, answered.data);
+      t.like(answered, { name: "deliver-notification", priority: 0, type: "normal", disabled: false });
+    }
+    t.is(jobs.filter((job) => job.lockedAt).length, 3, "the rest wait unlocked for any instance");
+  });
+}

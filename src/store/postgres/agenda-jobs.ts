@@ -1,7 +1,7 @@
 import type { JobId, JobParameters } from "agenda";
 import type { Pool } from "pg";
 import { Coalescer } from "../../coalescer.js";
-import type { BulkJobOperations } from "../../delivery/job-batching.js";
+import type { BulkJobOperations, QueuedInsert } from "../../delivery/job-batching.js";
 import type { Notification } from "../../domain/model.js";
 import { insertNotifications, insertParameters } from "./notifications.js";
 import { isDataError, optional } from "./rows.js";
@@ -51,34 +51,68 @@ export function createPostgresDeliveryScheduler(pool: Pool) {
  * Stores new notifications, already marked scheduled, and inserts one due
  * job each, in one statement: one commit makes them accepted and queued
  * alike, with no claim to update afterwards. Publishes arriving together
- * share the statement. Returns the first new job's id (for the wake-up).
+ * share the statement. The first `lockUpTo()` jobs of a statement (asked as
+ * it goes out) are inserted locked by `lastModifiedBy`, as lockNextJobs
+ * would lock them: the scheduler runs them without a round trip to lock them.
  */
 export function createPostgresQueuedInsert(pool: Pool) {
   const insert = new Coalescer(
-    async (calls: Array<{ notifications: Notification[]; jobName: string; lastModifiedBy: string }>) => {
+    async (calls: Array<{ notifications: Notification[]; jobName: string; lastModifiedBy: string; lockUpTo: () => number }>) => {
       const notifications = calls.flatMap((call) => call.notifications);
-      const { rows } = await pool.query<{ id: string }>({
+      const lockedAt = new Date();
+      const lockCount = Math.max(0, Math.min(notifications.length, calls[0]?.lockUpTo() ?? 0));
+      const { rows } = await pool.query<{ id: string; notification_id: string; next_run_at: Date; locked: boolean }>({
         name: "wh-insert-queued",
         text: `WITH inserted AS (${insertNotifications(true)} RETURNING id),
-         input AS (SELECT * FROM unnest($11::text[], $12::text[], $13::text[]) AS t (notification_id, name, last_modified_by))
-       INSERT INTO "${AGENDA_TABLE}" (name, priority, next_run_at, type, data, disabled, fork, last_modified_by)
-       SELECT input.name, 0, now(), 'normal', jsonb_build_object('notificationId', inserted.id), false, false, input.last_modified_by
+         input AS (
+           SELECT * FROM unnest($11::text[], $12::text[], $13::text[]) WITH ORDINALITY AS t (notification_id, name, last_modified_by, position)
+         )
+       INSERT INTO "${AGENDA_TABLE}" (name, priority, next_run_at, type, data, disabled, fork, last_modified_by, locked_at)
+       SELECT input.name, 0, now(), 'normal', jsonb_build_object('notificationId', inserted.id), false, false, input.last_modified_by,
+              CASE WHEN input.position <= $14 THEN $15::timestamptz END
        FROM inserted JOIN input ON input.notification_id = inserted.id
-       RETURNING id`,
+       RETURNING id, data->>'notificationId' AS notification_id, next_run_at, locked_at IS NOT NULL AS locked`,
         values: [
           ...insertParameters(notifications),
           notifications.map((n) => n.id),
           calls.flatMap((call) => call.notifications.map(() => call.jobName)),
           calls.flatMap((call) => call.notifications.map(() => call.lastModifiedBy)),
+          lockCount,
+          lockedAt,
         ],
       });
-      const first = rows[0] ? String(rows[0].id) : undefined;
-      return calls.map(() => first);
+      const byNotification = new Map(rows.map((row) => [row.notification_id, row]));
+      return calls.map((call): QueuedInsert => {
+        const mine = call.notifications.flatMap((n) => byNotification.get(n.id) ?? []);
+        const jobId = mine[0] && String(mine[0].id);
+        const locked = mine
+          .filter((row) => row.locked)
+          .map(
+            (row): JobParameters => ({
+              _id: row.id as unknown as JobId,
+              name: call.jobName,
+              priority: 0,
+              nextRunAt: row.next_run_at,
+              type: "normal",
+              data: { notificationId: row.notification_id },
+              disabled: false,
+              lockedAt,
+              fork: false,
+              lastModifiedBy: call.lastModifiedBy,
+            }),
+          );
+        return { ...(jobId ? { jobId } : {}), locked };
+      });
     },
     { splitOn: isDataError },
   );
-  return (notifications: Notification[], jobName: string, lastModifiedBy: string): Promise<string | undefined> =>
-    notifications.length === 0 ? Promise.resolve(undefined) : insert.call({ notifications, jobName, lastModifiedBy });
+  return (
+    notifications: Notification[],
+    jobName: string,
+    lastModifiedBy: string,
+    lockUpTo: () => number = () => 0,
+  ): Promise<QueuedInsert> =>
+    notifications.length === 0 ? Promise.resolve({ locked: [] }) : insert.call({ notifications, jobName, lastModifiedBy, lockUpTo });
 }
 
 interface JobRow {
