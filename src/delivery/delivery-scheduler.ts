@@ -93,6 +93,7 @@ export class DeliveryScheduler implements DeliveryQueue {
         // New jobs go straight to this instance's line while it keeps up: no round trip to lock them.
         const lockUpTo = () => (this.#stopping ? 0 : (this.#batching?.room(DELIVER_JOB) ?? 0));
         const { jobId, locked } = await insertQueued(notifications, DELIVER_JOB, options.name, lockUpTo);
+        if (locked.length < notifications.length) this.#batching?.stale(DELIVER_JOB);
         this.#batching?.adopt(locked);
         this.#announce(jobId);
       };
@@ -180,7 +181,10 @@ export class DeliveryScheduler implements DeliveryQueue {
       this.#wake();
       return;
     }
-    this.#announce(await scheduleDeliveries(notificationIds, DELIVER_JOB, name));
+    const jobId = await scheduleDeliveries(notificationIds, DELIVER_JOB, name);
+    // Queued unlocked: the next fill looks in the table.
+    if (jobId !== undefined) this.#batching?.stale(DELIVER_JOB);
+    this.#announce(jobId);
   }
 
   /** New jobs are due: wakes this scheduler, and tells other instances on the same database. */
@@ -248,7 +252,12 @@ export class DeliveryScheduler implements DeliveryQueue {
     const { name } = this.options;
     const subscribe: NotificationChannel["subscribe"] = (handler) => {
       this.#fill = handler;
-      const unsubscribe = channel.subscribe((notification) => (notification.source === name ? undefined : handler(notification)));
+      const unsubscribe = channel.subscribe((notification) => {
+        if (notification.source === name) return undefined;
+        // Another instance's jobs: the next fill looks in the table.
+        this.#batching?.stale(notification.jobName);
+        return handler(notification);
+      });
       return () => {
         this.#fill = undefined;
         unsubscribe();

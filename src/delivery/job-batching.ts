@@ -30,6 +30,13 @@ const DELETED_ON_SAVE_LIMIT = 100_000;
  * under can expire sooner than Agenda expects.
  */
 const HANDOUT_MAX_AGE_MS = 2_000;
+/**
+ * A lock-ahead that found the table drained vouches for it this long: jobs
+ * inserted locked meanwhile are run without looking for more after each.
+ * What comes otherwise (retries falling due, expired locks) is found by the
+ * next lock-ahead after that, or by the poll.
+ */
+const DRAINED_FOR_MS = 250;
 
 export interface BatchingRepository {
   repository: JobRepository;
@@ -42,6 +49,8 @@ export interface BatchingRepository {
   room(name: string): number;
   /** Takes jobs inserted locked for this instance into the line, ahead of Agenda's next fill. */
   adopt(jobs: JobParameters[]): void;
+  /** Due jobs of `name` may have come that no lock-ahead saw (inserted unlocked, or by another instance). */
+  stale(name: string): void;
   /** Hands back the locks taken ahead and not given to Agenda yet. */
   release(): Promise<void>;
 }
@@ -74,8 +83,13 @@ export function batchJobs(
 ): BatchingRepository {
   const { lockBatch, removeOnComplete, skipStartSave, onMoreLocked, onError } = options;
   const buffers = new Map<string, JobParameters[]>();
-  /** Per job name: the last lock-ahead found fewer due jobs than a batch, so none were left waiting. */
-  const caughtUp = new Map<string, boolean>();
+  /**
+   * Per job name: when the last lock-ahead that found fewer due jobs than a
+   * batch (none left waiting) was sent; 0 once jobs may have come since
+   * that no lock-ahead saw (see `stale`).
+   */
+  const drainedAt = new Map<string, number>();
+  const drained = (name: string) => Date.now() - (drainedAt.get(name) ?? 0) < DRAINED_FOR_MS;
   /** Every lock-ahead under way, so release() can wait for them. */
   const fetches = new Set<Promise<number>>();
   let lastFetch: Promise<number> | undefined;
@@ -127,8 +141,9 @@ export function batchJobs(
    */
   const lockAhead = ([name, lockDeadline, lastModifiedBy]: LockArguments): Promise<number> => {
     const fetch = (async () => {
-      const jobs = await bulk.lockNextJobs(name, new Date(), lockDeadline, lockBatch, lastModifiedBy);
-      caughtUp.set(name, jobs.length < lockBatch);
+      const sentAt = Date.now();
+      const jobs = await bulk.lockNextJobs(name, new Date(sentAt), lockDeadline, lockBatch, lastModifiedBy);
+      drainedAt.set(name, jobs.length < lockBatch ? sentAt : 0);
       if (released) {
         if (jobs.length > 0) await bulk.unlockIfHeld(held(jobs));
         return 0;
@@ -174,9 +189,10 @@ export function batchJobs(
     const args: LockArguments = [name, lockDeadline, lockOptions?.lastModifiedBy];
     const ready = take(name, lockDeadline);
     if (ready) return ready;
-    // The fill that just emptied the buffer ends here; the next batch is locked behind it.
+    // The fill that just emptied the buffer ends here; the next batch is locked
+    // behind it, unless the table was just seen drained and nothing came since.
     if (handingOut) {
-      lookAhead(args);
+      if (!drained(name)) lookAhead(args);
       return undefined;
     }
     // Share a lock-ahead already under way; if it brought nothing for us, lock
@@ -259,8 +275,11 @@ export function batchJobs(
   return {
     repository: withOverrides(base, { getNextJobToRun, unlockJob, saveJobState, removeJobs }),
     room(name) {
-      if (released || !caughtUp.get(name)) return 0;
+      if (released || !drained(name)) return 0;
       return Math.max(0, lockBatch - (buffers.get(name)?.length ?? 0));
+    },
+    stale(name) {
+      drainedAt.set(name, 0);
     },
     adopt(jobs) {
       if (jobs.length === 0) return;
