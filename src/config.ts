@@ -150,7 +150,7 @@ export function loadConfig(env: Env): Config {
     allowHttpTargets: boolean(env, "ALLOW_HTTP_TARGETS", false),
     signingKeyBits,
     schedulerPollMs: integer(env, "SCHEDULER_POLL_MS", 1000, 50, 60_000),
-    deliveryConcurrency: integer(env, "DELIVERY_CONCURRENCY", 128, 1, 1024),
+    deliveryConcurrency: integer(env, "DELIVERY_CONCURRENCY", 256, 1, 1024),
     shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", 10_000, 0, 300_000),
   };
 }
