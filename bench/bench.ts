@@ -27,7 +27,16 @@ const MASTER = "ab".repeat(32);
 // BENCH_EVENTS overrides the throughput scenario's event count (for profiling).
 const SIZE_BASE = quick
   ? { ceiling: 3000, warmupEvents: 50, events: 200, fanOut: 10, latencySeconds: 3, stormSeconds: 3, backlog: 5_000, backlogFanOut: 20 }
-  : { ceiling: 20_000, warmupEvents: 200, events: 1500, fanOut: 10, latencySeconds: 20, stormSeconds: 20, backlog: 100_000, backlogFanOut: 100 };
+  : {
+      ceiling: 20_000,
+      warmupEvents: 200,
+      events: 1500,
+      fanOut: 10,
+      latencySeconds: 20,
+      stormSeconds: 20,
+      backlog: 100_000,
+      backlogFanOut: 100,
+    };
 const SIZE = { ...SIZE_BASE, events: Number(process.env.BENCH_EVENTS ?? SIZE_BASE.events) };
 
 interface Row {
@@ -303,14 +312,19 @@ async function runStore(
     report({ store, figure: `(b) p99 publish→receipt at ${rate}/s`, value: b.p99, unit: "ms", target: "≤ 50 ms" });
     if (only === "b") return;
 
-    // (c) retry storm: 30% of subscriptions answer 500
+    // (c) retry storm: 30% of subscriptions answer 500. Its baseline is the same load with every
+    // subscription answering 200: the same fan-out and rate, so the ratio is the storm's doing.
     const storm = await subscribe("Bench.Storm", 10, "c");
+    receiver.send({ type: "reset" });
+    const c0 = await publish("Bench.Storm", 20 * SIZE.stormSeconds, 20, 8);
+    const calm = summarise((await collect(c0.notifications, 60_000)).records.map((r) => r.latencyMs));
     receiver.send({ type: "reset" });
     receiver.send({ type: "failing", failing: storm.slice(0, 3) });
     const c1 = await publish("Bench.Storm", 20 * SIZE.stormSeconds, 20, 8);
     const c = summarise((await collect((c1.notifications * 7) / 10, 60_000)).records.map((r) => r.latencyMs));
+    report({ store, figure: "(c) p99 at the same load, no failures", value: calm.p99, unit: "ms" });
     report({ store, figure: "(c) healthy p99 during a retry storm", value: c.p99, unit: "ms" });
-    report({ store, figure: "(c) storm p99 / calm p99", value: c.p99 / b.p99, unit: "×", target: "≤ 2×" });
+    report({ store, figure: "(c) storm p99 / calm p99", value: c.p99 / calm.p99, unit: "×", target: "≤ 2×" });
 
     // (d) backlog: notifications accepted and held pending
     const sizeBefore = await storeSize();
