@@ -17,6 +17,8 @@ export type AttemptOutcome =
   | { kind: "requeue" };
 
 const KEY_CACHE_LIMIT = 10_000;
+/** Signatures kept for notifications awaiting a retry in this process; the oldest go first. */
+const SIGNATURE_CACHE_LIMIT = 10_000;
 
 type Level = "info" | "warn" | "error";
 
@@ -52,6 +54,13 @@ class AttemptLog {
  */
 export class DeliveryWorker {
   readonly #keys = new Map<string, { pem: string; key: KeyObject }>();
+  /**
+   * A retry sends the signature its notification's first attempt made, as
+   * long as the subscription's key is the same KeyObject (a rotation or a
+   * new key makes a new one, and a new signature). RSA PKCS#1 v1.5 is
+   * deterministic: the bytes are those a new signing would give.
+   */
+  readonly #signatures = new Map<string, { key: KeyObject; signature: string }>();
 
   constructor(
     private readonly deps: {
@@ -98,7 +107,7 @@ export class DeliveryWorker {
 
     let signature: string;
     try {
-      signature = await signBody(notification.body, this.#signingKey(subscription));
+      signature = await this.#sign(notificationId, notification.body, this.#signingKey(subscription));
     } catch (err) {
       // A key that does not open (another SIGNING_MASTER_KEY, a damaged row)
       // will not open on a retry either: fail visibly instead of looping.
@@ -127,6 +136,7 @@ export class DeliveryWorker {
     const gone = result.statusCode === 410;
     const lastAttempt = gone || attempt >= this.maxRetries;
     const status = succeeded ? "delivered" : lastAttempt ? "failed" : "pending";
+    if (status !== "pending") this.#signatures.delete(notificationId);
     await store.notifications.recordAttempt(
       {
         notificationId,
@@ -178,6 +188,16 @@ export class DeliveryWorker {
       await subscriptions.disable(subscription.id, reason, new Date());
       log.warn({ failingSince: since }, "subscription disabled after failing too long");
     }
+  }
+
+  async #sign(notificationId: string, body: string, key: KeyObject): Promise<string> {
+    const kept = this.#signatures.get(notificationId);
+    if (kept?.key === key) return kept.signature;
+    const signature = await signBody(body, key);
+    this.#signatures.delete(notificationId);
+    if (this.#signatures.size >= SIGNATURE_CACHE_LIMIT) this.#signatures.delete(this.#signatures.keys().next().value as string);
+    this.#signatures.set(notificationId, { key, signature });
+    return signature;
   }
 
   /** Unsealing and parsing cost more than signing; keep the KeyObject per subscription key. */

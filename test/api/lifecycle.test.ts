@@ -199,6 +199,43 @@ test("key rotation: the old key signs until confirmation, then the new one", asy
   t.false(verifyBody(after?.body ?? "", after?.headers["x-signature"] as string, oldKey));
 });
 
+test("a retry sends its first signature, and a signature by the new key once a rotation is confirmed", async (t) => {
+  const owner = await createClient(running.baseUrl, "Retrier");
+  let answered = 0;
+  // 1st attempt: 500. 2nd: 503 with Retry-After, time to rotate the key. 3rd: 200.
+  const receiver = await Receiver.start(() => {
+    answered++;
+    if (answered === 1) return { status: 500, body: "not yet" };
+    if (answered === 2) return { status: 503, headers: { "retry-after": "2" }, body: "later" };
+    return { status: 200, body: "thanks" };
+  });
+  t.teardown(() => receiver.close());
+  const created = await rest(running.baseUrl, "POST", BASE, { event: "Customer.Created", url: receiver.url }, owner.auth);
+  const id = created.json.id as string;
+  const oldKey = created.json.signatureKey as string;
+  await rest(
+    running.baseUrl,
+    "POST",
+    `${BASE}/triggerSampleEventNotification`,
+    { event: "Customer.Created", url: receiver.url },
+    owner.auth,
+  );
+  const [first, second] = await receiver.waitFor(2);
+  const signature = first?.headers["x-signature"] as string;
+  t.true(verifyBody(first?.body ?? "", signature, oldKey));
+  t.is(second?.headers["x-jobattempt"], "1");
+  t.is(second?.headers["x-signature"], signature, "the retry sends the same signature");
+
+  await rest(running.baseUrl, "POST", `${BASE}/${id}/rotateSignatureKey`, {}, owner.auth);
+  const confirmed = await rest(running.baseUrl, "POST", `${BASE}/${id}/confirmSignatureKeyRotation`, {}, owner.auth);
+  const newKey = confirmed.json.signatureKey as string;
+  t.not(newKey, oldKey);
+  const [, , third] = await receiver.waitFor(3);
+  t.is(third?.headers["x-jobattempt"], "2");
+  t.true(verifyBody(third?.body ?? "", third?.headers["x-signature"] as string, newKey), "signed anew with the confirmed key");
+  t.false(verifyBody(third?.body ?? "", third?.headers["x-signature"] as string, oldKey));
+});
+
 test("delivery log, redelivery and recovery", async (t) => {
   const owner = await createClient(running.baseUrl, "Logger");
   const receiver = await Receiver.start(() => ({ status: 500, body: `${"overloaded ".repeat(1000)}` }));
