@@ -9,7 +9,7 @@ import {
   type NotificationChannel,
 } from "agenda";
 import type { Logger } from "pino";
-import type { Notification } from "../domain/model.js";
+import type { Notification, Subscription } from "../domain/model.js";
 import type { DeliveryQueue, NotificationStore } from "../domain/ports.js";
 import { type RetryPolicy, retryDelay } from "../domain/retry-policy.js";
 import type { DeliveryWorker } from "./delivery-worker.js";
@@ -81,7 +81,7 @@ export class DeliveryScheduler implements DeliveryQueue {
   #running = 0;
   #onIdle: Array<() => void> = [];
   /** Present where the store has `insertQueued` (see DeliveryQueue). */
-  readonly insertQueued?: (notifications: Notification[]) => Promise<void>;
+  readonly insertQueued?: (notifications: Notification[], subscriptions?: readonly Subscription[]) => Promise<void>;
 
   constructor(
     private readonly options: DeliverySchedulerOptions,
@@ -89,11 +89,21 @@ export class DeliveryScheduler implements DeliveryQueue {
   ) {
     const { insertQueued } = options;
     if (insertQueued) {
-      this.insertQueued = async (notifications) => {
+      this.insertQueued = async (notifications, subscriptions) => {
         // New jobs go straight to this instance's line while it keeps up: no round trip to lock them.
         const lockUpTo = () => (this.#stopping ? 0 : (this.#batching?.room(DELIVER_JOB) ?? 0));
         const { jobId, locked } = await insertQueued(notifications, DELIVER_JOB, options.name, lockUpTo);
         if (locked.length < notifications.length) this.#batching?.stale(DELIVER_JOB);
+        // What the first attempt of a job run at once reads is in hand: the rows just written.
+        if (subscriptions && locked.length > 0) {
+          const byId = new Map(subscriptions.map((subscription) => [subscription.id, subscription]));
+          const byNotification = new Map(notifications.map((notification) => [notification.id, notification]));
+          for (const job of locked) {
+            const notification = byNotification.get((job.data as DeliverJobData).notificationId);
+            const subscription = notification && byId.get(notification.subscriptionId);
+            if (notification && subscription) deps.worker.expect(notification, subscription);
+          }
+        }
         this.#batching?.adopt(locked);
         this.#announce(jobId);
       };

@@ -1,7 +1,7 @@
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import type { Logger } from "pino";
 import type { KeySealer } from "../domain/key-sealing.js";
-import type { Subscription } from "../domain/model.js";
+import type { Notification, Subscription } from "../domain/model.js";
 import type { Store } from "../domain/ports.js";
 import type { RetryPolicy } from "../domain/retry-policy.js";
 import { signBody } from "../domain/signature.js";
@@ -17,6 +17,9 @@ export type AttemptOutcome =
   | { kind: "requeue" };
 
 const KEY_CACHE_LIMIT = 10_000;
+/** Reads in hand for first attempts about to run (see expect); older ones are read again. */
+const EXPECTED_LIMIT = 10_000;
+const EXPECTED_MAX_AGE_MS = 2_000;
 /** Signatures kept for notifications awaiting a retry in this process; the oldest go first. */
 const SIGNATURE_CACHE_LIMIT = 10_000;
 
@@ -61,6 +64,7 @@ export class DeliveryWorker {
    * deterministic: the bytes are those a new signing would give.
    */
   readonly #signatures = new Map<string, { key: KeyObject; signature: string }>();
+  readonly #expected = new Map<string, { notification: Notification; subscription: Subscription; at: number }>();
 
   constructor(
     private readonly deps: {
@@ -87,7 +91,7 @@ export class DeliveryWorker {
    */
   async attemptNext(notificationId: string): Promise<AttemptOutcome> {
     const { store } = this.deps;
-    const read = await store.notifications.getForDelivery(notificationId);
+    const read = this.#takeExpected(notificationId) ?? (await store.notifications.getForDelivery(notificationId));
     const notification = read?.notification;
     if (notification?.status !== "pending") {
       this.deps.log.debug({ jobId: notificationId, status: notification?.status }, "nothing to deliver");
@@ -188,6 +192,24 @@ export class DeliveryWorker {
       await subscriptions.disable(subscription.id, reason, new Date());
       log.warn({ failingSince: since }, "subscription disabled after failing too long");
     }
+  }
+
+  /**
+   * A notification just stored, with the subscription it was made for, whose
+   * job this process runs at once: its first attempt uses them instead of
+   * reading both back (they are what the read would answer a moment later).
+   * Kept for EXPECTED_MAX_AGE_MS, as long as a job locked ahead is handed out.
+   */
+  expect(notification: Notification, subscription: Subscription): void {
+    if (this.#expected.size >= EXPECTED_LIMIT) this.#expected.delete(this.#expected.keys().next().value as string);
+    this.#expected.set(notification.id, { notification, subscription, at: Date.now() });
+  }
+
+  #takeExpected(notificationId: string): { notification: Notification; subscription: Subscription } | undefined {
+    const expected = this.#expected.get(notificationId);
+    if (!expected) return undefined;
+    this.#expected.delete(notificationId);
+    return Date.now() - expected.at < EXPECTED_MAX_AGE_MS ? expected : undefined;
   }
 
   async #sign(notificationId: string, body: string, key: KeyObject): Promise<string> {

@@ -50,7 +50,7 @@ export class Notifications {
     const subscriptions = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
     const notifications = this.#fanOut(subscriptions, type.name, body, at);
     if (key === "") {
-      await this.#accept(notifications);
+      await this.#accept(notifications, subscriptions);
       return { jobIds: notifications.map((n) => n.id), duplicate: false };
     }
     const { ids, duplicate } = await this.deps.store.insertIdempotent(input.clientId, key, notifications);
@@ -142,10 +142,10 @@ export class Notifications {
   }
 
   /** Stored means accepted: a failure to queue afterwards is left to the sweep, not reported. */
-  async #accept(notifications: Notification[]): Promise<void> {
+  async #accept(notifications: Notification[], subscriptions?: readonly Subscription[]): Promise<void> {
     if (notifications.length === 0) return;
     const { queue } = this.deps;
-    if (queue.insertQueued) return queue.insertQueued(notifications);
+    if (queue.insertQueued) return queue.insertQueued(notifications, subscriptions);
     await this.deps.store.insert(notifications);
     await this.#queue(notifications.map((n) => n.id));
   }

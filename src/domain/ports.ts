@@ -103,6 +103,8 @@ export interface DeliveryQueue {
    * Stores new notifications and queues them as one durable write, where the
    * store holds the queue too (PostgreSQL). Absent elsewhere: the caller
    * stores, then enqueues, and the sweep covers a crash in between.
+   * `subscriptions`, the ones the notifications were just made for, lets a
+   * job run at once be delivered from them instead of reading them back.
    */
-  insertQueued?(notifications: Notification[]): Promise<void>;
+  insertQueued?(notifications: Notification[], subscriptions?: readonly Subscription[]): Promise<void>;
 }
