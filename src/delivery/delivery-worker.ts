@@ -25,6 +25,13 @@ const SIGNATURE_CACHE_LIMIT = 10_000;
 
 type Level = "info" | "warn" | "error";
 
+/** Sets `key` as the newest entry of `map`, dropping the oldest once `limit` entries are held. */
+function remember<K, V>(map: Map<K, V>, key: K, value: V, limit: number): void {
+  map.delete(key);
+  if (map.size >= limit) map.delete(map.keys().next().value as K);
+  map.set(key, value);
+}
+
 /** One attempt's log lines: its fields are added to a line only when the line is written. */
 class AttemptLog {
   constructor(
@@ -201,8 +208,7 @@ export class DeliveryWorker {
    * Kept for EXPECTED_MAX_AGE_MS, as long as a job locked ahead is handed out.
    */
   expect(notification: Notification, subscription: Subscription): void {
-    if (this.#expected.size >= EXPECTED_LIMIT) this.#expected.delete(this.#expected.keys().next().value as string);
-    this.#expected.set(notification.id, { notification, subscription, at: Date.now() });
+    remember(this.#expected, notification.id, { notification, subscription, at: Date.now() }, EXPECTED_LIMIT);
   }
 
   #takeExpected(notificationId: string): { notification: Notification; subscription: Subscription } | undefined {
@@ -216,9 +222,7 @@ export class DeliveryWorker {
     const kept = this.#signatures.get(notificationId);
     if (kept?.key === key) return kept.signature;
     const signature = await signBody(body, key);
-    this.#signatures.delete(notificationId);
-    if (this.#signatures.size >= SIGNATURE_CACHE_LIMIT) this.#signatures.delete(this.#signatures.keys().next().value as string);
-    this.#signatures.set(notificationId, { key, signature });
+    remember(this.#signatures, notificationId, { key, signature }, SIGNATURE_CACHE_LIMIT);
     return signature;
   }
 
@@ -226,9 +230,8 @@ export class DeliveryWorker {
   #signingKey(subscription: Subscription): KeyObject {
     const cached = this.#keys.get(subscription.id);
     if (cached && cached.pem === subscription.privateKeyPem) return cached.key;
-    if (this.#keys.size >= KEY_CACHE_LIMIT) this.#keys.delete(this.#keys.keys().next().value as string);
     const key = createPrivateKey(this.deps.sealer.open(subscription.privateKeyPem, subscription.id));
-    this.#keys.set(subscription.id, { pem: subscription.privateKeyPem, key });
+    remember(this.#keys, subscription.id, { pem: subscription.privateKeyPem, key }, KEY_CACHE_LIMIT);
     return key;
   }
 }
