@@ -108,6 +108,14 @@ export function batchJobs(
   const unlock = (jobs: JobParameters[]) => {
     if (jobs.length > 0) bulk.unlockIfHeld(held(jobs)).catch(onError);
   };
+  /** Puts jobs locked for this instance at the back of their name's line. */
+  const append = (jobs: JobParameters[]) => {
+    for (const job of jobs) {
+      const buffer = buffers.get(job.name) ?? [];
+      buffer.push(job);
+      buffers.set(job.name, buffer);
+    }
+  };
   const fresh = (job: JobParameters, maxAgeMs: number) => (job.lockedAt?.getTime() ?? 0) >= Date.now() - maxAgeMs;
 
   /** The next job locked ahead; stale ones on the way go back to the table. */
@@ -148,7 +156,7 @@ export function batchJobs(
         if (jobs.length > 0) await bulk.unlockIfHeld(held(jobs));
         return 0;
       }
-      buffers.set(name, [...(buffers.get(name) ?? []), ...jobs]);
+      append(jobs);
       return jobs.length;
     })();
     fetches.add(fetch);
@@ -287,11 +295,7 @@ export function batchJobs(
         unlock(jobs);
         return;
       }
-      for (const job of jobs) {
-        const buffer = buffers.get(job.name) ?? [];
-        buffer.push(job);
-        buffers.set(job.name, buffer);
-      }
+      append(jobs);
       onMoreLocked();
     },
     async release() {
