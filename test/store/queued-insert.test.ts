@@ -1,11 +1,11 @@
-import test from "ava";
+import test, { type ExecutionContext } from "ava";
 import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { newId } from "../../src/domain/ids.js";
 import type { Notification } from "../../src/domain/model.js";
 import { openStore } from "../../src/store/open-store.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { type StoreTarget, storeTargets } from "../helpers/stores.js";
 
 const log = pino({ level: "silent" });
 const at = new Date(Date.UTC(2026, 0, 1));
@@ -25,18 +25,23 @@ function notification(subscriptionId: string): Notification {
   };
 }
 
+/** A fresh store of `target` with Agenda's table created, closed and dropped after the test. */
+async function openQueuingStore(t: ExecutionContext, target: StoreTarget) {
+  const created = await target.create();
+  const opened = await openStore(loadConfig({ ...FAST_TEST_ENV, ...created.env }).store, log);
+  t.teardown(async () => {
+    await opened.close();
+    await created.cleanup();
+  });
+  await opened.agendaBackend.connect(); // creates Agenda's table
+  return { opened, insertQueued: opened.insertQueued };
+}
+
 // Where a store holds Agenda's jobs too (PostgreSQL, PGlite), accepting stores and queues in one statement.
 for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
   test(`${target.name}: notifications accepted together are stored scheduled with one job each; a refused call writes nothing of its own`, async (t) => {
-    const created = await target.create();
-    const opened = await openStore(loadConfig({ ...FAST_TEST_ENV, ...created.env }).store, log);
-    t.teardown(async () => {
-      await opened.close();
-      await created.cleanup();
-    });
-    const insertQueued = opened.insertQueued;
+    const { opened, insertQueued } = await openQueuingStore(t, target);
     if (!insertQueued) return t.fail("a PostgreSQL store offers insertQueued");
-    await opened.agendaBackend.connect(); // creates Agenda's table
 
     const first = [notification("sub_a"), notification("sub_a")];
     const second = [notification("sub_b"), notification("sub_b"), notification("sub_b")];
@@ -67,15 +72,8 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
 // The scheduler asks for some jobs locked at insert (while it keeps up), and runs them without locking them again.
 for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
   test(`${target.name}: the first jobs of an insert can be locked for the caller, and are answered as Agenda would read them`, async (t) => {
-    const created = await target.create();
-    const opened = await openStore(loadConfig({ ...FAST_TEST_ENV, ...created.env }).store, log);
-    t.teardown(async () => {
-      await opened.close();
-      await created.cleanup();
-    });
-    const insertQueued = opened.insertQueued;
+    const { opened, insertQueued } = await openQueuingStore(t, target);
     if (!insertQueued) return t.fail("a PostgreSQL store offers insertQueued");
-    await opened.agendaBackend.connect();
 
     const before = Date.now();
     const [a, b] = await Promise.all([
