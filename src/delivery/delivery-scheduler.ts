@@ -12,6 +12,7 @@ import type { Logger } from "pino";
 import type { Notification, Subscription } from "../domain/model.js";
 import type { DeliveryQueue, NotificationStore } from "../domain/ports.js";
 import { type RetryPolicy, retryDelay } from "../domain/retry-policy.js";
+import { searchQueueInPlace } from "./agenda-queue.js";
 import type { DeliveryWorker } from "./delivery-worker.js";
 import { type BatchingRepository, type BulkJobOperations, batchJobs, type QueuedInsert, withOverrides } from "./job-batching.js";
 
@@ -176,6 +177,7 @@ export class DeliveryScheduler implements DeliveryQueue {
 
   async start(): Promise<void> {
     await this.#agenda.start();
+    searchQueueInPlace(this.#agenda);
     await this.sweep();
     this.#sweepTimer = setInterval(() => {
       this.sweep().catch((err) => this.deps.log.error({ err }, "sweep failed"));
