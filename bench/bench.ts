@@ -201,9 +201,15 @@ async function runStore(
   // BENCH_CPU_PROFILE=dir writes the service's V8 CPU profile there (node --cpu-prof).
   const profile = process.env.BENCH_CPU_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : [];
   // BENCH_NODE_ARGS: flags for the service's node alone, including V8 flags NODE_OPTIONS refuses.
+  // BENCH_SERVICE: another build's entry point (e.g. a copy of dist/ from an earlier commit), to compare builds in turn.
   const service = spawn(
     process.execPath,
-    [...profile, ...SERVICE_NODE_ARGS, ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []), "dist/main.js"],
+    [
+      ...profile,
+      ...SERVICE_NODE_ARGS,
+      ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
+      process.env.BENCH_SERVICE ?? "dist/main.js",
+    ],
     {
       env: {
         ...process.env,
@@ -222,7 +228,8 @@ async function runStore(
         // The backlog scenario leaves requests hanging on purpose: don't wait for them at the end.
         SHUTDOWN_GRACE_MS: "1000",
       },
-      stdio: ["ignore", "ignore", "inherit"],
+      // BENCH_SERVICE_STDOUT=1 shows the service's stdout (e.g. with BENCH_NODE_ARGS=--trace-gc).
+      stdio: ["ignore", process.env.BENCH_SERVICE_STDOUT ? "inherit" : "ignore", "inherit"],
     },
   );
   const base = `http://127.0.0.1:${port}`;
