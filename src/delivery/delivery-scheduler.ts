@@ -106,7 +106,8 @@ export class DeliveryScheduler implements DeliveryQueue {
           }
         }
         this.#batching?.adopt(locked);
-        this.#announce(jobId);
+        // Jobs inserted locked are this instance's alone: other instances are told only of the rest.
+        this.#announce(jobId, locked.length < notifications.length);
       };
     }
     const channel = options.notificationChannel ?? options.backend.notificationChannel;
@@ -199,11 +200,11 @@ export class DeliveryScheduler implements DeliveryQueue {
     this.#announce(jobId);
   }
 
-  /** New jobs are due: wakes this scheduler, and tells other instances on the same database. */
-  #announce(jobId: string | undefined): void {
+  /** New jobs are due: wakes this scheduler, and tells other instances on the same database if they may take some. */
+  #announce(jobId: string | undefined, forOthers = true): void {
     if (jobId === undefined) return;
     this.#wake();
-    this.#tellOthers(jobId);
+    if (forOthers) this.#tellOthers(jobId);
   }
 
   /**
