@@ -15,8 +15,9 @@ import { signBody } from "../src/domain/signature.js";
 import { steadyRate, summarise } from "./stats.js";
 
 const quick = process.argv.includes("--quick");
-/** `--only=a` runs the throughput scenario alone (for profiling), `--only=b` the latency one. */
+/** `--only=a` runs the throughput scenario alone (for profiling), `--only=b`, `c` or `d` another one. */
 const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
+const runs = (scenario: string) => only === undefined || only === scenario;
 const asJson = process.argv.includes("--json");
 /** `--store=postgres` runs one store only. */
 const onlyStore = process.argv.find((a) => a.startsWith("--store="))?.slice(8);
@@ -270,8 +271,7 @@ async function runStore(
       return last;
     };
 
-    // `--only=b` runs the latency scenario alone (for diagnosis).
-    if (only !== "b") {
+    if (runs("a")) {
       // (a) sustained throughput
       await subscribe("Bench.Throughput", SIZE.fanOut, "t");
       // Warm-up, as the ceiling's loop has one: the same publishes and deliveries, not counted,
@@ -306,33 +306,34 @@ async function runStore(
       report({ store, figure: "(a) lost / unsigned", value: sent.notifications - a.records.length + a.unsigned, unit: "", target: "0" });
       rows.push({ store, figure: "(a) delivered notifications", value: a.records.length, unit: "" });
     }
-    if (only === "a") return;
-    // (b) latency at a fixed offered rate
-    await subscribe("Bench.Latency", 1, "l");
-    receiver.send({ type: "reset" });
-    // BENCH_RATE overrides the offered rate (for diagnosis).
-    const rate = Number(process.env.BENCH_RATE ?? 200);
-    const b1 = await publish("Bench.Latency", rate * SIZE.latencySeconds, rate, 16);
-    const b = summarise((await collect(b1.notifications, 60_000)).records.map((r) => r.latencyMs));
-    report({ store, figure: `(b) p50 publish→receipt at ${rate}/s`, value: b.p50, unit: "ms" });
-    report({ store, figure: `(b) p95 publish→receipt at ${rate}/s`, value: b.p95, unit: "ms" });
-    report({ store, figure: `(b) p99 publish→receipt at ${rate}/s`, value: b.p99, unit: "ms", target: "≤ 50 ms" });
-    if (only === "b") return;
-
-    // (c) retry storm: 30% of subscriptions answer 500. Its baseline is the same load with every
-    // subscription answering 200: the same fan-out and rate, so the ratio is the storm's doing.
-    const storm = await subscribe("Bench.Storm", 10, "c");
-    receiver.send({ type: "reset" });
-    const c0 = await publish("Bench.Storm", 20 * SIZE.stormSeconds, 20, 8);
-    const calm = summarise((await collect(c0.notifications, 60_000)).records.map((r) => r.latencyMs));
-    receiver.send({ type: "reset" });
-    receiver.send({ type: "failing", failing: storm.slice(0, 3) });
-    const c1 = await publish("Bench.Storm", 20 * SIZE.stormSeconds, 20, 8);
-    const c = summarise((await collect((c1.notifications * 7) / 10, 60_000)).records.map((r) => r.latencyMs));
-    report({ store, figure: "(c) p99 at the same load, no failures", value: calm.p99, unit: "ms" });
-    report({ store, figure: "(c) healthy p99 during a retry storm", value: c.p99, unit: "ms" });
-    report({ store, figure: "(c) storm p99 / calm p99", value: c.p99 / calm.p99, unit: "×", target: "≤ 2×" });
-
+    if (runs("b")) {
+      // (b) latency at a fixed offered rate
+      await subscribe("Bench.Latency", 1, "l");
+      receiver.send({ type: "reset" });
+      // BENCH_RATE overrides the offered rate (for diagnosis).
+      const rate = Number(process.env.BENCH_RATE ?? 200);
+      const b1 = await publish("Bench.Latency", rate * SIZE.latencySeconds, rate, 16);
+      const b = summarise((await collect(b1.notifications, 60_000)).records.map((r) => r.latencyMs));
+      report({ store, figure: `(b) p50 publish→receipt at ${rate}/s`, value: b.p50, unit: "ms" });
+      report({ store, figure: `(b) p95 publish→receipt at ${rate}/s`, value: b.p95, unit: "ms" });
+      report({ store, figure: `(b) p99 publish→receipt at ${rate}/s`, value: b.p99, unit: "ms", target: "≤ 50 ms" });
+    }
+    if (runs("c")) {
+      // (c) retry storm: 30% of subscriptions answer 500. Its baseline is the same load with every
+      // subscription answering 200: the same fan-out and rate, so the ratio is the storm's doing.
+      const storm = await subscribe("Bench.Storm", 10, "c");
+      receiver.send({ type: "reset" });
+      const c0 = await publish("Bench.Storm", 20 * SIZE.stormSeconds, 20, 8);
+      const calm = summarise((await collect(c0.notifications, 60_000)).records.map((r) => r.latencyMs));
+      receiver.send({ type: "reset" });
+      receiver.send({ type: "failing", failing: storm.slice(0, 3) });
+      const c1 = await publish("Bench.Storm", 20 * SIZE.stormSeconds, 20, 8);
+      const c = summarise((await collect((c1.notifications * 7) / 10, 60_000)).records.map((r) => r.latencyMs));
+      report({ store, figure: "(c) p99 at the same load, no failures", value: calm.p99, unit: "ms" });
+      report({ store, figure: "(c) healthy p99 during a retry storm", value: c.p99, unit: "ms" });
+      report({ store, figure: "(c) storm p99 / calm p99", value: c.p99 / calm.p99, unit: "×", target: "≤ 2×" });
+    }
+    if (!runs("d")) return;
     // (d) backlog: notifications accepted and held pending
     const sizeBefore = await storeSize();
     const backlog = await subscribe("Bench.Backlog", SIZE.backlogFanOut, "d");
