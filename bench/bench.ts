@@ -23,7 +23,7 @@ const asJson = process.argv.includes("--json");
 const onlyStore = process.argv.find((a) => a.startsWith("--store="))?.slice(8);
 const ADMIN = "bench-admin-token-0123456789";
 /** The service runs as `npm start` runs it. */
-const SERVICE_NODE_ARGS = ["--max-semi-space-size=32"];
+const SERVICE_NODE_ARGS = ["--require", "./dist/thread-pool.cjs", "--max-semi-space-size=32"];
 const MASTER = "ab".repeat(32);
 // BENCH_EVENTS overrides the throughput scenario's event count (for profiling).
 const SIZE_BASE = quick
