@@ -27,7 +27,7 @@ const SERVICE_NODE_ARGS = ["--require", "./dist/thread-pool.cjs", "--max-semi-sp
 const MASTER = "ab".repeat(32);
 // BENCH_EVENTS overrides the throughput scenario's event count (for profiling).
 const SIZE_BASE = quick
-  ? { ceiling: 3000, warmupEvents: 50, events: 200, fanOut: 10, latencySeconds: 3, stormSeconds: 3, backlog: 5_000, backlogFanOut: 20 }
+  ? { ceiling: 3000, warmupEvents: 50, events: 200, fanOut: 10, latencySeconds: 2, stormSeconds: 2, backlog: 5_000, backlogFanOut: 20 }
   : {
       ceiling: 20_000,
       warmupEvents: 200,
