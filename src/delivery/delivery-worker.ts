@@ -192,9 +192,7 @@ export class DeliveryWorker {
       if (subscription.failingSince) await subscriptions.markHealthy(subscription.id);
       return;
     }
-    // Failing already when read: the streak's start is known, and writing it again would change nothing
-    // (a success since then cleared it, and the next failure starts the streak again).
-    const since = subscription.failingSince ?? (await subscriptions.markFailing(subscription.id, at));
+    const since = await subscriptions.markFailing(subscription.id, at);
     const limit = this.deps.autoDisableAfterMs;
     if (since && limit !== undefined && at.getTime() - since.getTime() >= limit) {
       const reason = `disabled automatically: every delivery failed since ${since.toISOString()}`;
