@@ -1,9 +1,11 @@
 import test, { type ExecutionContext } from "ava";
+import pg from "pg";
 import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { newId } from "../../src/domain/ids.js";
 import type { Notification } from "../../src/domain/model.js";
-import { openStore } from "../../src/store/open-store.js";
+import { openStore, STABLE_PLANS, withSettings } from "../../src/store/open-store.js";
+import { LOCK_NEXT_JOBS } from "../../src/store/postgres/agenda-jobs.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
 import { type StoreTarget, storeTargets } from "../helpers/stores.js";
 
@@ -34,7 +36,7 @@ async function openQueuingStore(t: ExecutionContext, target: StoreTarget) {
     await created.cleanup();
   });
   await opened.agendaBackend.connect(); // creates Agenda's table
-  return { opened, insertQueued: opened.insertQueued };
+  return { opened, insertQueued: opened.insertQueued, databaseUrl: created.env.DATABASE_URL };
 }
 
 // Where a store holds Agenda's jobs too (PostgreSQL, PGlite), accepting stores and queues in one statement.
@@ -100,5 +102,30 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
       t.like(answered, { name: "deliver-notification", priority: 0, type: "normal", disabled: false });
     }
     t.is(jobs.filter((job) => job.lockedAt).length, 3, "the rest wait unlocked for any instance");
+  });
+}
+
+// The lock statement, prepared while the table is empty as on a new database, keeps to its indexes
+// once 20 000 jobs wait: the expired-lock lookup must not walk every waiting job.
+for (const target of storeTargets().filter((t) => t.name === "postgres")) {
+  test(`${target.name}: the lock statement's one plan stays on its indexes as the backlog grows`, async (t) => {
+    const { databaseUrl } = await openQueuingStore(t, target);
+    if (!databaseUrl) return t.fail("a PostgreSQL target has a DATABASE_URL");
+    // A connection set up as the store's pools are.
+    const client = new pg.Client(withSettings(databaseUrl, STABLE_PLANS));
+    await client.connect();
+    t.teardown(() => client.end());
+    await client.query(`PREPARE lock_probe AS ${LOCK_NEXT_JOBS}`);
+    const args = "('deliver-notification', now(), now() - interval '1 minute', 'test', 256, now())";
+    await client.query(`EXECUTE lock_probe${args}`);
+    await client.query(
+      `INSERT INTO agenda_jobs (name, next_run_at, data) SELECT 'deliver-notification', now() - interval '1 hour' + g * interval '1 ms', '{}'
+       FROM generate_series(1, 20000) AS g`,
+    );
+    const plan = (await client.query<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE lock_probe${args}`)).rows
+      .map((row) => row["QUERY PLAN"])
+      .join("\n");
+    t.regex(plan, /agenda_jobs_locked_at_idx/, plan);
+    t.notRegex(plan, /Seq Scan/, plan);
   });
 }

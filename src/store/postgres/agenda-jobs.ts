@@ -177,9 +177,16 @@ const toJob = (row: JobRow): JobParameters => ({
  * autovacuum) it chooses that plan for any backlog. `id = ANY(ARRAY(…))`
  * keeps the outer update on the primary key; `IN (…)` became a hash join
  * over the whole table once statistics existed. Rows a branch locks and the
- * final LIMIT leaves out are released as the statement ends.
+ * final LIMIT leaves out are released as the statement ends. Expired locks
+ * are looked up oldest lock first on the (nearly empty) locked_at index, by
+ * a lookup that names no other column, so that no plan can take another
+ * index: with the job's name and an order, the one generic plan (see
+ * STABLE_PLANS) walked every waiting job of the name in the find-and-lock
+ * index, 2.6 ms per lock with 100 000 waiting and growing with the backlog,
+ * against 0.002 ms. (It looks at the oldest `$5` expired locks of any job
+ * name; this service has one.)
  */
-const LOCK_NEXT_JOBS = `
+export const LOCK_NEXT_JOBS = `
   WITH due AS (
     SELECT id, next_run_at, priority FROM "${AGENDA_TABLE}"
     -- Due by our clock or the database's: jobs are inserted with the database's now().
@@ -189,9 +196,8 @@ const LOCK_NEXT_JOBS = `
     FOR UPDATE SKIP LOCKED
   ), expired AS (
     SELECT id, next_run_at, priority FROM "${AGENDA_TABLE}"
-    WHERE name = $1 AND disabled = FALSE AND locked_at <= $3
-    ORDER BY next_run_at ASC NULLS LAST, priority DESC
-    LIMIT $5
+    WHERE id = ANY(ARRAY(SELECT id FROM "${AGENDA_TABLE}" WHERE locked_at <= $3 ORDER BY locked_at LIMIT $5))
+      AND name = $1 AND disabled = FALSE AND locked_at <= $3
     FOR UPDATE SKIP LOCKED
   )
   UPDATE "${AGENDA_TABLE}" SET locked_at = $6, last_modified_by = $4
