@@ -121,10 +121,12 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
   }
 
   async listByClient(clientId: string, limit: number, after?: Cursor): Promise<Subscription[]> {
+    // The cursor's condition only when there is one (see PostgresNotificationStore.list).
     const { rows } = await this.pool.query<SubscriptionRow>(
-      `SELECT * FROM wh_subscriptions WHERE client_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) > ($2, $3))
-       ORDER BY created_at, id LIMIT $4`,
-      [clientId, after?.createdAt ?? null, after?.id ?? "", limit],
+      after
+        ? "SELECT * FROM wh_subscriptions WHERE client_id = $1 AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4"
+        : "SELECT * FROM wh_subscriptions WHERE client_id = $1 ORDER BY created_at, id LIMIT $2",
+      after ? [clientId, after.createdAt, after.id, limit] : [clientId, limit],
     );
     return rows.map(toSubscription);
   }
