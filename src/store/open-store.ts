@@ -109,15 +109,18 @@ async function openMongo(url: string, changeStreams: boolean): Promise<OpenStore
 }
 
 /**
- * Our statements are prepared once per connection and planned once: their
- * generic plan serves every run. Planning each run for its values cost as
- * much as running it (~0.15 ms for each of a notification's four statements
- * when they go one by one). A generic plan is made from the statistics of the
- * moment, though: made while a table was small (a new database, or no
- * autovacuum to ANALYZE it), "WHERE id = ANY($1)" became a sequential scan
+ * Plans that do not drift. Our hot statements are named, so each connection
+ * prepares them once, and with force_generic_plan their one generic plan
+ * serves every run: planning each run for its values cost as much as running
+ * it (~0.15 ms for each of a notification's four statements when they go one
+ * by one). Unnamed statements still plan at each run, also without looking at
+ * their values, so none may rely on a parameter being NULL (list queries
+ * write only the conditions they use). A generic plan is made from the
+ * statistics of the moment: made while a table was small (a new database, or
+ * no autovacuum to ANALYZE it), "WHERE id = ANY($1)" became a sequential scan
  * and stayed one as the table grew (17 ms per delivery read after 17 000
- * notifications). Every statement of ours finds its rows through an index,
- * so sequential scans are ruled out unless no index applies.
+ * notifications). enable_seqscan=off makes the planner take an index wherever
+ * one applies; the few lists with no fitting index (clients) are small.
  */
 export const STABLE_PLANS = ["plan_cache_mode=force_generic_plan", "enable_seqscan=off"] as const;
 
