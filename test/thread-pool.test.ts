@@ -6,4 +6,5 @@ test("the thread pool gets one signing thread per core, at least two, unless UV_
   t.is(threadPoolSize({}, 16), "16");
   t.is(threadPoolSize({}, 1), "2");
   t.is(threadPoolSize({ UV_THREADPOOL_SIZE: "8" }, 2), "8");
+  t.is(threadPoolSize({ UV_THREADPOOL_SIZE: "" }, 3), "3", "an empty value counts as unset");
 });
