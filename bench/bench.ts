@@ -5,10 +5,11 @@
  */
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { createPrivateKey, generateKeyPairSync } from "node:crypto";
+import { existsSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import pg from "pg";
 import { Agent } from "undici";
 import { signBody } from "../src/domain/signature.js";
@@ -23,7 +24,14 @@ const asJson = process.argv.includes("--json");
 const onlyStore = process.argv.find((a) => a.startsWith("--store="))?.slice(8);
 const ADMIN = "bench-admin-token-0123456789";
 /** The service runs as `npm start` runs it. */
-const SERVICE_NODE_ARGS = ["--require", "./dist/thread-pool.cjs", "--max-semi-space-size=32"];
+const SERVICE_ENTRY = process.env.BENCH_SERVICE ?? "dist/main.js";
+/** As `npm start` runs it: with its build's thread-pool preload (if that build has one). */
+const SERVICE_NODE_ARGS = [
+  ...(existsSync(join(dirname(SERVICE_ENTRY), "thread-pool.cjs"))
+    ? ["--require", `./${join(dirname(SERVICE_ENTRY), "thread-pool.cjs")}`]
+    : []),
+  "--max-semi-space-size=32",
+];
 const MASTER = "ab".repeat(32);
 // BENCH_EVENTS overrides the throughput scenario's event count (for profiling).
 const SIZE_BASE = quick
@@ -205,12 +213,7 @@ async function runStore(
   // BENCH_SERVICE: another build's entry point (e.g. a copy of dist/ from an earlier commit), to compare builds in turn.
   const service = spawn(
     process.execPath,
-    [
-      ...profile,
-      ...SERVICE_NODE_ARGS,
-      ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
-      process.env.BENCH_SERVICE ?? "dist/main.js",
-    ],
+    [...profile, ...SERVICE_NODE_ARGS, ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []), SERVICE_ENTRY],
     {
       env: {
         ...process.env,
@@ -230,7 +233,7 @@ async function runStore(
         SHUTDOWN_GRACE_MS: "1000",
       },
       // BENCH_SERVICE_STDOUT=1 shows the service's stdout (e.g. with BENCH_NODE_ARGS=--trace-gc).
-      stdio: ["ignore", process.env.BENCH_SERVICE_STDOUT ? "inherit" : "ignore", "inherit"],
+      stdio: ["ignore", process.env.BENCH_SERVICE_STDOUT === "1" ? "inherit" : "ignore", "inherit"],
     },
   );
   const base = `http://127.0.0.1:${port}`;
