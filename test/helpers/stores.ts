@@ -81,3 +81,9 @@ export function storeTargets(): StoreTarget[] {
   }
   return targets;
 }
+
+/** The plan a prepared statement runs with, as EXPLAIN EXECUTE prints it, one line per node. */
+export async function planOf(client: pg.ClientBase, execute: string): Promise<string> {
+  const { rows } = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN ${execute}`);
+  return rows.map((row) => row["QUERY PLAN"]).join("\n");
+}

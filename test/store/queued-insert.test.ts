@@ -7,7 +7,7 @@ import type { Notification } from "../../src/domain/model.js";
 import { openStore, STABLE_PLANS, withSettings } from "../../src/store/open-store.js";
 import { LOCK_NEXT_JOBS } from "../../src/store/postgres/agenda-jobs.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
-import { type StoreTarget, storeTargets } from "../helpers/stores.js";
+import { planOf, type StoreTarget, storeTargets } from "../helpers/stores.js";
 
 const log = pino({ level: "silent" });
 const at = new Date(Date.UTC(2026, 0, 1));
@@ -122,9 +122,7 @@ for (const target of storeTargets().filter((t) => t.name === "postgres")) {
       `INSERT INTO agenda_jobs (name, next_run_at, data) SELECT 'deliver-notification', now() - interval '1 hour' + g * interval '1 ms', '{}'
        FROM generate_series(1, 20000) AS g`,
     );
-    const plan = (await client.query<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE lock_probe${args}`)).rows
-      .map((row) => row["QUERY PLAN"])
-      .join("\n");
+    const plan = await planOf(client, `EXECUTE lock_probe${args}`);
     t.regex(plan, /agenda_jobs_locked_at_idx/, plan);
     t.notRegex(plan, /Seq Scan/, plan);
   });

@@ -8,7 +8,7 @@ import { loadConfig } from "../../src/config.js";
 import { type OpenStore, openStore, STABLE_PLANS, withSettings } from "../../src/store/open-store.js";
 import { startEmbeddedPostgres } from "../../src/store/postgres/embedded-pglite.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { planOf, storeTargets } from "../helpers/stores.js";
 import { storeContract } from "./store-contract.js";
 
 const log = pino({ level: "silent" });
@@ -52,9 +52,7 @@ async function assertPlanStaysOnIndex(t: ExecutionContext, pool: pg.Pool): Promi
     );
     await client.query("EXECUTE plan_probe_update('{n1}', '{y}')");
     await client.query("INSERT INTO plan_probe SELECT 'n' || g, repeat('x', 200) FROM generate_series(1, 20000) AS g");
-    const plan = (await client.query<{ "QUERY PLAN": string }>("EXPLAIN EXECUTE plan_probe_update('{n1,n2}', '{y,z}')")).rows
-      .map((row) => row["QUERY PLAN"])
-      .join("\n");
+    const plan = await planOf(client, "EXECUTE plan_probe_update('{n1,n2}', '{y,z}')");
     t.regex(plan, /Index/, plan);
     t.notRegex(plan, /Seq Scan/, plan);
   } finally {
