@@ -94,7 +94,9 @@ export class DeliveryScheduler implements DeliveryQueue {
         // New jobs go straight to this instance's line while it keeps up: no round trip to lock them.
         const lockUpTo = () => (this.#stopping ? 0 : (this.#batching?.room(DELIVER_JOB) ?? 0));
         const { jobId, locked } = await insertQueued(notifications, DELIVER_JOB, options.name, lockUpTo);
-        if (locked.length < notifications.length) this.#batching?.stale(DELIVER_JOB);
+        // Jobs inserted unlocked may be taken by any instance; those inserted locked are this one's alone.
+        const someUnlocked = locked.length < notifications.length;
+        if (someUnlocked) this.#batching?.stale(DELIVER_JOB);
         // What the first attempt of a job run at once reads is in hand: the rows just written.
         if (subscriptions && locked.length > 0) {
           const byId = new Map(subscriptions.map((subscription) => [subscription.id, subscription]));
@@ -106,8 +108,8 @@ export class DeliveryScheduler implements DeliveryQueue {
           }
         }
         this.#batching?.adopt(locked);
-        // Jobs inserted locked are this instance's alone: other instances are told only of the rest.
-        this.#announce(jobId, locked.length < notifications.length);
+        // Other instances are told only of jobs they may take.
+        this.#announce(jobId, someUnlocked);
       };
     }
     const channel = options.notificationChannel ?? options.backend.notificationChannel;
