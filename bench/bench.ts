@@ -23,15 +23,11 @@ const asJson = process.argv.includes("--json");
 /** `--store=postgres` runs one store only. */
 const onlyStore = process.argv.find((a) => a.startsWith("--store="))?.slice(8);
 const ADMIN = "bench-admin-token-0123456789";
-/** The service runs as `npm start` runs it. */
+/** The service build the bench runs (BENCH_SERVICE: another one, to compare builds in turn). */
 const SERVICE_ENTRY = process.env.BENCH_SERVICE ?? "dist/main.js";
+const SERVICE_PRELOAD = join(dirname(SERVICE_ENTRY), "thread-pool.cjs");
 /** As `npm start` runs it: with its build's thread-pool preload (if that build has one). */
-const SERVICE_NODE_ARGS = [
-  ...(existsSync(join(dirname(SERVICE_ENTRY), "thread-pool.cjs"))
-    ? ["--require", `./${join(dirname(SERVICE_ENTRY), "thread-pool.cjs")}`]
-    : []),
-  "--max-semi-space-size=32",
-];
+const SERVICE_NODE_ARGS = [...(existsSync(SERVICE_PRELOAD) ? ["--require", `./${SERVICE_PRELOAD}`] : []), "--max-semi-space-size=32"];
 const MASTER = "ab".repeat(32);
 // BENCH_EVENTS overrides the throughput scenario's event count (for profiling).
 const SIZE_BASE = quick
