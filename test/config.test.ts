@@ -39,4 +39,15 @@ test("bad settings name the variable", (t) => {
   t.throws(() => loadConfig({ SIGNING_KEY_BITS: "1024" }), { message: /SIGNING_KEY_BITS/ });
   t.throws(() => loadConfig({ BOOTSTRAP_API_KEY: "short" }), { message: /at least 16/ });
   t.throws(() => loadConfig({ EVENT_CATALOG_FILE: "/nonexistent.json" }), { message: /EVENT_CATALOG_FILE/ });
+  t.throws(() => loadConfig({ AUTH_FAILURES_PER_MINUTE: "lots" }), { message: /AUTH_FAILURES_PER_MINUTE must be an integer/ });
+  t.throws(() => loadConfig({ LOG_LEVEL: "verbose" }), {
+    message: /LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/,
+  });
+  t.throws(() => loadConfig({ HOST: "not a host!" }), { message: /HOST must be an IP address or a host name/ });
+  t.throws(() => loadConfig({ UV_THREADPOOL_SIZE: "lots" }), { message: /UV_THREADPOOL_SIZE must be an integer/ });
+  // Checked with the embedded store too, where they do not apply.
+  t.throws(() => loadConfig({ MONGODB_CHANGE_STREAMS: "maybe" }), { message: /MONGODB_CHANGE_STREAMS must be true or false/ });
+  t.throws(() => loadConfig({ DATABASE_POOL_SIZE: "0" }), { message: /DATABASE_POOL_SIZE must be an integer/ });
+  t.is(loadConfig({ HOST: "::1", LOG_LEVEL: "warn" }).logLevel, "warn");
+  t.is(loadConfig({ HOST: "localhost" }).host, "localhost");
 });

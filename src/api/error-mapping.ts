@@ -4,6 +4,7 @@ import {
   DomainError,
   NotFoundError,
   PermissionDeniedError,
+  StoreUnavailableError,
   UnauthenticatedError,
   ValidationError,
 } from "../domain/errors.js";
@@ -15,6 +16,7 @@ const CODES: ReadonlyArray<[new (...args: never[]) => DomainError, Code]> = [
   [PermissionDeniedError, Code.PermissionDenied],
   [NotFoundError, Code.NotFound],
   [ConflictError, Code.AlreadyExists],
+  [StoreUnavailableError, Code.Unavailable],
 ];
 
 /** A ConnectError for a known error; undefined for an unexpected one. */

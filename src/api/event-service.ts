@@ -3,7 +3,7 @@ import { ValidationError } from "../domain/errors.js";
 import type { EventCatalog } from "../domain/event-catalog.js";
 import type { Notifications } from "../domain/notifications.js";
 import type { EventService } from "../gen/webhooks/v1/event_service_pb.js";
-import { toEventTypeMessage } from "./messages.js";
+import { toEventTypeMessage, toNotificationMessage } from "./messages.js";
 
 export function createEventService(deps: { catalog: EventCatalog; notifications: Notifications }): ServiceImpl<typeof EventService> {
   return {
@@ -41,6 +41,15 @@ export function createEventService(deps: { catalog: EventCatalog; notifications:
 
     async listEventTypes() {
       return { eventTypes: (await deps.catalog.list()).map(toEventTypeMessage) };
+    },
+
+    async getJob(req) {
+      const { notification, attempts, subscriptionDeleted } = await deps.notifications.getJob(req.jobId);
+      return {
+        notification: toNotificationMessage(notification, attempts),
+        clientId: notification.clientId,
+        subscriptionDeleted,
+      };
     },
   };
 }

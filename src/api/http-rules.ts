@@ -1,5 +1,7 @@
-import { type DescMethod, type DescService, getOption, hasOption } from "@bufbuild/protobuf";
-import { http } from "../gen/google/api/annotations_pb.js";
+import { type DescFile, type DescMethod, type DescService, getOption, hasOption } from "@bufbuild/protobuf";
+import type { GenExtension } from "@bufbuild/protobuf/codegenv2";
+import type { MethodOptions } from "@bufbuild/protobuf/wkt";
+import type { HttpRule } from "../gen/google/api/http_pb.js";
 
 /** One REST binding declared in the proto with `option (google.api.http)`. */
 export interface HttpBinding {
@@ -25,10 +27,32 @@ function parseTemplate(template: string): HttpBinding["segments"] {
     });
 }
 
+type HttpExtension = GenExtension<MethodOptions, HttpRule>;
+
+/**
+ * The `google.api.http` extension as the services' own files import it. It is
+ * looked up in the descriptors rather than imported from src/gen so that this
+ * file also runs inside protoc-gen-openapi, which must not depend on what
+ * `buf generate` is about to replace.
+ */
+function findHttpExtension(file: DescFile, visited = new Set<DescFile>()): HttpExtension | undefined {
+  if (visited.has(file)) return undefined;
+  visited.add(file);
+  const extension = file.extensions.find((each) => each.typeName === "google.api.http");
+  if (extension) return extension as HttpExtension;
+  for (const dependency of file.dependencies) {
+    const found = findHttpExtension(dependency, visited);
+    if (found) return found;
+  }
+  return undefined;
+}
+
 /** Reads every `google.api.http` rule (and additional bindings) of the services. */
 export function readHttpBindings(services: readonly DescService[]): HttpBinding[] {
   const bindings: HttpBinding[] = [];
   for (const service of services) {
+    const http = findHttpExtension(service.file);
+    if (!http) continue;
     for (const method of service.methods) {
       if (!hasOption(method, http)) continue;
       const rule = getOption(method, http);

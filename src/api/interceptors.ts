@@ -1,7 +1,7 @@
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { type ClientDirectory, secretsEqual } from "../domain/clients.js";
-import { UnauthenticatedError } from "../domain/errors.js";
+import { StoreUnavailableError, UnauthenticatedError } from "../domain/errors.js";
 import type { Client } from "../domain/model.js";
 import { toConnectError } from "./error-mapping.js";
 
@@ -39,6 +39,8 @@ export function createErrorInterceptor(log: Logger): Interceptor {
       return await next(req);
     } catch (error) {
       const mapped = toConnectError(error);
+      if (error instanceof StoreUnavailableError)
+        log.warn({ err: error, rpc: `${req.service.typeName}/${req.method.name}` }, "store unavailable");
       if (mapped) throw mapped;
       log.error({ err: error, rpc: `${req.service.typeName}/${req.method.name}` }, "unexpected error");
       throw new ConnectError("internal error", Code.Internal);

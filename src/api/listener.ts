@@ -8,6 +8,24 @@ import type { NodeResponse } from "./rest-gateway.js";
 const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n");
 const SNIFF_TIMEOUT_MS = 10_000;
 
+/** The port is taken by another process. */
+export class PortInUseError extends Error {
+  constructor(readonly port: number) {
+    super(`PORT ${port} is already in use`);
+  }
+}
+
+/**
+ * The peer address of each HTTP/2 session. Its socket is a JS stream that
+ * replays the sniffed bytes (see `replay`), which knows no address.
+ */
+const sessionAddresses = new WeakMap<ServerHttp2Session, string>();
+
+/** The address the request came from, as the TCP connection says (never a header). */
+export function remoteAddress(req: NodeRequest): string | undefined {
+  return "stream" in req ? sessionAddresses.get(req.stream.session as ServerHttp2Session) : req.socket.remoteAddress;
+}
+
 export interface Listener {
   port: number;
   /** Stops accepting, lets open requests finish for `graceMs`, then cuts the rest. */
@@ -29,8 +47,11 @@ export async function listen(
   const http2: Http2Server = createHttp2Server(handler);
   const sockets = new Set<Socket>();
   const sessions = new Set<ServerHttp2Session>();
+  let connectingAddress: string | undefined;
   http2.on("session", (session) => {
     sessions.add(session);
+    // Emitted while `connection` is being emitted below, for that connection.
+    if (connectingAddress !== undefined) sessionAddresses.set(session, connectingAddress);
     session.once("close", () => sessions.delete(session));
   });
 
@@ -48,7 +69,9 @@ export async function listen(
       socket.off("data", onData);
       socket.setTimeout(0);
       if (isHttp2) {
+        connectingAddress = socket.remoteAddress;
         http2.emit("connection", replay(socket, seen));
+        connectingAddress = undefined;
         return;
       }
       socket.pause();
@@ -61,7 +84,7 @@ export async function listen(
   });
 
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (error: NodeJS.ErrnoException) => reject(error.code === "EADDRINUSE" ? new PortInUseError(port) : error));
     server.listen(port, host, () => {
       server.off("error", reject);
       resolve();

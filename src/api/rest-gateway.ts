@@ -2,8 +2,10 @@ import type { ServerResponse } from "node:http";
 import type { Http2ServerResponse } from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
-import { HttpError, type NodeRequest, parseJsonObject, readBody } from "./http-body.js";
+import { edgeContextValues, edgeFactsOf } from "./edge-facts.js";
+import { discardBody, HttpError, type NodeRequest, parseJsonObject, readBody } from "./http-body.js";
 import { type HttpBinding, matchPath, readHttpBindings } from "./http-rules.js";
+import { queryFields } from "./query-parameters.js";
 
 export type NodeResponse = ServerResponse | Http2ServerResponse;
 
@@ -50,8 +52,10 @@ export class RestGateway {
       return true;
     }
     this.#call(req, res, match.binding, match.variables, url.searchParams).catch((error: unknown) => {
-      if (error instanceof HttpError) writeError(res, error, error.status === 413 ? { connection: "close" } : {});
-      else writeError(res, new HttpError(500, "internal", "internal error"));
+      if (error instanceof HttpError) {
+        writeError(res, error);
+        if (error.status === 413) discardBody(req, this.maxBodyBytes);
+      } else writeError(res, new HttpError(500, "internal", "internal error"));
     });
     return true;
   }
@@ -74,6 +78,7 @@ export class RestGateway {
       header,
       body: message as never,
       signal: abort.signal,
+      contextValues: edgeContextValues(edgeFactsOf(req)),
     });
     const chunks: Uint8Array[] = [];
     for await (const chunk of response.body ?? []) chunks.push(chunk);
@@ -103,7 +108,7 @@ export class RestGateway {
       message = binding.body === "*" ? json : { [binding.body]: json };
     } else {
       // Fields not bound to the path or body come from the query string.
-      for (const [key, value] of query) message[key] = value;
+      message = queryFields(binding.method.input, query);
     }
     for (const [field, value] of Object.entries(variables)) {
       const existing = message[field] ?? message[toJsonName(field)];

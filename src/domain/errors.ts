@@ -33,3 +33,6 @@ export class NotFoundError extends DomainError {}
 
 /** The resource exists already or the state forbids the change. */
 export class ConflictError extends DomainError {}
+
+/** The store can't be reached right now (connection lost or refused): nothing was done; retrying later can work. */
+export class StoreUnavailableError extends DomainError {}

@@ -128,6 +128,15 @@ const SSRF_URLS = [
   "https://[::ffff:a9fe:a9fe]/",
   "https://[64:ff9b::a00:1]/",
   "https://[2002:c0a8:1::]/",
+  "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/", // Teredo
+  "https://[2001:2::1]/", // benchmarking
+  "https://[2001:10::1]/", // ORCHID
+  "https://[2001:20::1]/", // ORCHIDv2
+  "https://[3fff::1]/", // documentation (RFC 9637)
+  "https://[100:0:0:1::1]/", // dummy prefix
+  "https://[4000::1]/", // outside global unicast
+  "https://192.88.99.1/", // 6to4 relay anycast
+  "https://192.175.48.1/", // AS112
   "https://user:secret@hooks.example.com/",
 ];
 

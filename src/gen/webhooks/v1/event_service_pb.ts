@@ -6,6 +6,8 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { Notification } from "./delivery_service_pb.js";
+import { file_webhooks_v1_delivery_service } from "./delivery_service_pb.js";
 import type { EventType } from "./subscription_pb.js";
 import { file_webhooks_v1_subscription } from "./subscription_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -14,7 +16,57 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/v1/event_service.proto.
  */
 export const file_webhooks_v1_event_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch93ZWJob29rcy92MS9ldmVudF9zZXJ2aWNlLnByb3RvEgt3ZWJob29rcy52MSJ6ChNQdWJsaXNoRXZlbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRINCgVldmVudBgCIAEoCRIoCgdwYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg9pZGVtcG90ZW5jeV9rZXkYBCABKAkiOgoUUHVibGlzaEV2ZW50UmVzcG9uc2USDwoHam9iX2lkcxgBIAMoCRIRCglkdXBsaWNhdGUYAiABKAginAEKGFJlZ2lzdGVyRXZlbnRUeXBlUmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KDnNhbXBsZV9wYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgtqc29uX3NjaGVtYRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiRwoZUmVnaXN0ZXJFdmVudFR5cGVSZXNwb25zZRIqCgpldmVudF90eXBlGAEgASgLMhYud2ViaG9va3MudjEuRXZlbnRUeXBlIsoBChZVcGRhdGVFdmVudFR5cGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSGAoLZGVzY3JpcHRpb24YAiABKAlIAIgBARIvCg5zYW1wbGVfcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoLanNvbl9zY2hlbWEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhkKEWNsZWFyX2pzb25fc2NoZW1hGAUgASgIQg4KDF9kZXNjcmlwdGlvbiJFChdVcGRhdGVFdmVudFR5cGVSZXNwb25zZRIqCgpldmVudF90eXBlGAEgASgLMhYud2ViaG9va3MudjEuRXZlbnRUeXBlIhcKFUxpc3RFdmVudFR5cGVzUmVxdWVzdCJFChZMaXN0RXZlbnRUeXBlc1Jlc3BvbnNlEisKC2V2ZW50X3R5cGVzGAEgAygLMhYud2ViaG9va3MudjEuRXZlbnRUeXBlMrkECgxFdmVudFNlcnZpY2USfAoMUHVibGlzaEV2ZW50EiAud2ViaG9va3MudjEuUHVibGlzaEV2ZW50UmVxdWVzdBohLndlYmhvb2tzLnYxLlB1Ymxpc2hFdmVudFJlc3BvbnNlIieC0+STAiE6ASoiHC9hcGkvaW50ZXJuYWwvZXZlbnRzL3B1Ymxpc2gSkwEKEVJlZ2lzdGVyRXZlbnRUeXBlEiUud2ViaG9va3MudjEuUmVnaXN0ZXJFdmVudFR5cGVSZXF1ZXN0GiYud2ViaG9va3MudjEuUmVnaXN0ZXJFdmVudFR5cGVSZXNwb25zZSIvgtPkkwIpOgEqYgpldmVudF90eXBlIhgvYXBpL2ludGVybmFsL2V2ZW50VHlwZXMSlAEKD1VwZGF0ZUV2ZW50VHlwZRIjLndlYmhvb2tzLnYxLlVwZGF0ZUV2ZW50VHlwZVJlcXVlc3QaJC53ZWJob29rcy52MS5VcGRhdGVFdmVudFR5cGVSZXNwb25zZSI2gtPkkwIwOgEqYgpldmVudF90eXBlMh8vYXBpL2ludGVybmFsL2V2ZW50VHlwZXMve25hbWV9En4KDkxpc3RFdmVudFR5cGVzEiIud2ViaG9va3MudjEuTGlzdEV2ZW50VHlwZXNSZXF1ZXN0GiMud2ViaG9va3MudjEuTGlzdEV2ZW50VHlwZXNSZXNwb25zZSIjkAIBgtPkkwIaEhgvYXBpL2ludGVybmFsL2V2ZW50VHlwZXNiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_webhooks_v1_subscription]);
+  fileDesc("Ch93ZWJob29rcy92MS9ldmVudF9zZXJ2aWNlLnByb3RvEgt3ZWJob29rcy52MSIfCg1HZXRKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSJyCg5HZXRKb2JSZXNwb25zZRIvCgxub3RpZmljYXRpb24YASABKAsyGS53ZWJob29rcy52MS5Ob3RpZmljYXRpb24SEQoJY2xpZW50X2lkGAIgASgJEhwKFHN1YnNjcmlwdGlvbl9kZWxldGVkGAMgASgIInoKE1B1Ymxpc2hFdmVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEg0KBWV2ZW50GAIgASgJEigKB3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCSI6ChRQdWJsaXNoRXZlbnRSZXNwb25zZRIPCgdqb2JfaWRzGAEgAygJEhEKCWR1cGxpY2F0ZRgCIAEoCCKcAQoYUmVnaXN0ZXJFdmVudFR5cGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJHChlSZWdpc3RlckV2ZW50VHlwZVJlc3BvbnNlEioKCmV2ZW50X3R5cGUYASABKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUiygEKFlVwZGF0ZUV2ZW50VHlwZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIYCgtkZXNjcmlwdGlvbhgCIAEoCUgAiAEBEi8KDnNhbXBsZV9wYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgtqc29uX3NjaGVtYRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGQoRY2xlYXJfanNvbl9zY2hlbWEYBSABKAhCDgoMX2Rlc2NyaXB0aW9uIkUKF1VwZGF0ZUV2ZW50VHlwZVJlc3BvbnNlEioKCmV2ZW50X3R5cGUYASABKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUiFwoVTGlzdEV2ZW50VHlwZXNSZXF1ZXN0IkUKFkxpc3RFdmVudFR5cGVzUmVzcG9uc2USKwoLZXZlbnRfdHlwZXMYASADKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUypAUKDEV2ZW50U2VydmljZRJ8CgxQdWJsaXNoRXZlbnQSIC53ZWJob29rcy52MS5QdWJsaXNoRXZlbnRSZXF1ZXN0GiEud2ViaG9va3MudjEuUHVibGlzaEV2ZW50UmVzcG9uc2UiJ4LT5JMCIToBKiIcL2FwaS9pbnRlcm5hbC9ldmVudHMvcHVibGlzaBKTAQoRUmVnaXN0ZXJFdmVudFR5cGUSJS53ZWJob29rcy52MS5SZWdpc3RlckV2ZW50VHlwZVJlcXVlc3QaJi53ZWJob29rcy52MS5SZWdpc3RlckV2ZW50VHlwZVJlc3BvbnNlIi+C0+STAik6ASpiCmV2ZW50X3R5cGUiGC9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcxKUAQoPVXBkYXRlRXZlbnRUeXBlEiMud2ViaG9va3MudjEuVXBkYXRlRXZlbnRUeXBlUmVxdWVzdBokLndlYmhvb2tzLnYxLlVwZGF0ZUV2ZW50VHlwZVJlc3BvbnNlIjaC0+STAjA6ASpiCmV2ZW50X3R5cGUyHy9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcy97bmFtZX0SfgoOTGlzdEV2ZW50VHlwZXMSIi53ZWJob29rcy52MS5MaXN0RXZlbnRUeXBlc1JlcXVlc3QaIy53ZWJob29rcy52MS5MaXN0RXZlbnRUeXBlc1Jlc3BvbnNlIiOQAgGC0+STAhoSGC9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcxJpCgZHZXRKb2ISGi53ZWJob29rcy52MS5HZXRKb2JSZXF1ZXN0Ghsud2ViaG9va3MudjEuR2V0Sm9iUmVzcG9uc2UiJpACAYLT5JMCHRIbL2FwaS9pbnRlcm5hbC9qb2JzL3tqb2JfaWR9YgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_webhooks_v1_delivery_service, file_webhooks_v1_subscription]);
+
+/**
+ * @generated from message webhooks.v1.GetJobRequest
+ */
+export type GetJobRequest = Message<"webhooks.v1.GetJobRequest"> & {
+  /**
+   * An `X-JobId`, as PublishEvent answered it.
+   *
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+};
+
+/**
+ * Describes the message webhooks.v1.GetJobRequest.
+ * Use `create(GetJobRequestSchema)` to create a new message.
+ */
+export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_event_service, 0);
+
+/**
+ * @generated from message webhooks.v1.GetJobResponse
+ */
+export type GetJobResponse = Message<"webhooks.v1.GetJobResponse"> & {
+  /**
+   * The notification, with its attempts.
+   *
+   * @generated from field: webhooks.v1.Notification notification = 1;
+   */
+  notification?: Notification | undefined;
+
+  /**
+   * @generated from field: string client_id = 2;
+   */
+  clientId: string;
+
+  /**
+   * True once the subscription it was made for has been deleted.
+   *
+   * @generated from field: bool subscription_deleted = 3;
+   */
+  subscriptionDeleted: boolean;
+};
+
+/**
+ * Describes the message webhooks.v1.GetJobResponse.
+ * Use `create(GetJobResponseSchema)` to create a new message.
+ */
+export const GetJobResponseSchema: GenMessage<GetJobResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_event_service, 1);
 
 /**
  * @generated from message webhooks.v1.PublishEventRequest
@@ -42,8 +94,10 @@ export type PublishEventRequest = Message<"webhooks.v1.PublishEventRequest"> & {
   payload?: JsonObject | undefined;
 
   /**
-   * Publishing the same key again (per client) returns the first call's
-   * job ids and creates nothing.
+   * Publishing the same key again (per client) answers exactly what the first
+   * call answered (its job ids, `duplicate` set) and creates nothing, even if
+   * some of those jobs' subscriptions have been deleted since: GetJob still
+   * answers for each id.
    *
    * @generated from field: string idempotency_key = 4;
    */
@@ -55,7 +109,7 @@ export type PublishEventRequest = Message<"webhooks.v1.PublishEventRequest"> & {
  * Use `create(PublishEventRequestSchema)` to create a new message.
  */
 export const PublishEventRequestSchema: GenMessage<PublishEventRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 0);
+  messageDesc(file_webhooks_v1_event_service, 2);
 
 /**
  * @generated from message webhooks.v1.PublishEventResponse
@@ -81,7 +135,7 @@ export type PublishEventResponse = Message<"webhooks.v1.PublishEventResponse"> &
  * Use `create(PublishEventResponseSchema)` to create a new message.
  */
 export const PublishEventResponseSchema: GenMessage<PublishEventResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 1);
+  messageDesc(file_webhooks_v1_event_service, 3);
 
 /**
  * @generated from message webhooks.v1.RegisterEventTypeRequest
@@ -115,7 +169,7 @@ export type RegisterEventTypeRequest = Message<"webhooks.v1.RegisterEventTypeReq
  * Use `create(RegisterEventTypeRequestSchema)` to create a new message.
  */
 export const RegisterEventTypeRequestSchema: GenMessage<RegisterEventTypeRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 2);
+  messageDesc(file_webhooks_v1_event_service, 4);
 
 /**
  * @generated from message webhooks.v1.RegisterEventTypeResponse
@@ -132,7 +186,7 @@ export type RegisterEventTypeResponse = Message<"webhooks.v1.RegisterEventTypeRe
  * Use `create(RegisterEventTypeResponseSchema)` to create a new message.
  */
 export const RegisterEventTypeResponseSchema: GenMessage<RegisterEventTypeResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 3);
+  messageDesc(file_webhooks_v1_event_service, 5);
 
 /**
  * @generated from message webhooks.v1.UpdateEventTypeRequest
@@ -171,7 +225,7 @@ export type UpdateEventTypeRequest = Message<"webhooks.v1.UpdateEventTypeRequest
  * Use `create(UpdateEventTypeRequestSchema)` to create a new message.
  */
 export const UpdateEventTypeRequestSchema: GenMessage<UpdateEventTypeRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 4);
+  messageDesc(file_webhooks_v1_event_service, 6);
 
 /**
  * @generated from message webhooks.v1.UpdateEventTypeResponse
@@ -188,7 +242,7 @@ export type UpdateEventTypeResponse = Message<"webhooks.v1.UpdateEventTypeRespon
  * Use `create(UpdateEventTypeResponseSchema)` to create a new message.
  */
 export const UpdateEventTypeResponseSchema: GenMessage<UpdateEventTypeResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 5);
+  messageDesc(file_webhooks_v1_event_service, 7);
 
 /**
  * @generated from message webhooks.v1.ListEventTypesRequest
@@ -201,7 +255,7 @@ export type ListEventTypesRequest = Message<"webhooks.v1.ListEventTypesRequest">
  * Use `create(ListEventTypesRequestSchema)` to create a new message.
  */
 export const ListEventTypesRequestSchema: GenMessage<ListEventTypesRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 6);
+  messageDesc(file_webhooks_v1_event_service, 8);
 
 /**
  * @generated from message webhooks.v1.ListEventTypesResponse
@@ -218,7 +272,7 @@ export type ListEventTypesResponse = Message<"webhooks.v1.ListEventTypesResponse
  * Use `create(ListEventTypesResponseSchema)` to create a new message.
  */
 export const ListEventTypesResponseSchema: GenMessage<ListEventTypesResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 7);
+  messageDesc(file_webhooks_v1_event_service, 9);
 
 /**
  * For internal services: publishing events and managing event types.
@@ -265,6 +319,20 @@ export const EventService: GenService<{
     methodKind: "unary";
     input: typeof ListEventTypesRequestSchema;
     output: typeof ListEventTypesResponseSchema;
+  },
+  /**
+   * What became of one published job: its notification with every attempt,
+   * the client it belongs to, and whether its subscription still exists. A
+   * job id stays answerable after its subscription is deleted: the
+   * notification is kept, and one still pending then ends as failed
+   * ("subscription was deleted").
+   *
+   * @generated from rpc webhooks.v1.EventService.GetJob
+   */
+  getJob: {
+    methodKind: "unary";
+    input: typeof GetJobRequestSchema;
+    output: typeof GetJobResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_webhooks_v1_event_service, 0);

@@ -1,0 +1,32 @@
+import type { DescEnum, DescMessage } from "@bufbuild/protobuf";
+import { HttpError } from "./http-body.js";
+
+/**
+ * The request fields a REST query string sets, in the proto's JSON form
+ * (`pageSize=10` → `{pageSize: "10"}`, which the JSON decoder accepts for
+ * numbers). An enum may be named in full (`NOTIFICATION_STATUS_FAILED`, as
+ * protobuf JSON spells it), by its short name without the enum's shared
+ * prefix (`FAILED`), in any case, or by its number.
+ */
+export function queryFields(schema: DescMessage, query: URLSearchParams): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const [key, value] of query) {
+    const field = schema.fields.find((each) => each.jsonName === key || each.name === key);
+    fields[key] = field?.fieldKind === "enum" ? enumName(field.enum, key, value) : value;
+  }
+  return fields;
+}
+
+function enumName(type: DescEnum, parameter: string, text: string): string | number {
+  const wanted = text.toUpperCase();
+  const shortName = (name: string) => (type.sharedPrefix ? name.slice(type.sharedPrefix.length) : name);
+  const value = type.values.find((each) => each.name === wanted || shortName(each.name) === wanted);
+  if (value) return value.name;
+  if (/^\d+$/.test(text) && type.values.some((each) => each.number === Number(text))) return Number(text);
+  const names = type.values.map((each) => shortName(each.name)).join(", ");
+  throw new HttpError(
+    400,
+    "invalid_argument",
+    `${parameter} must be one of ${names} (or their full names, e.g. ${type.values.at(-1)?.name})`,
+  );
+}

@@ -1,0 +1,69 @@
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import test from "ava";
+import { startExpectingExit } from "./helpers/process.js";
+
+let dir: string;
+
+test.before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "wh-config-"));
+});
+
+test.after.always(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** One bad value for every variable of the README's configuration table. */
+const BAD: Array<[string, string]> = [
+  ["PORT", "http"],
+  ["HOST", "not a host!"],
+  ["DATABASE_URL", "mysql://localhost/db"],
+  ["DATA_DIR", "/dev/null/data"],
+  ["MONGODB_CHANGE_STREAMS", "maybe"],
+  ["BOOTSTRAP_API_KEY", "short"],
+  ["ADMIN_TOKEN", "short"],
+  ["EVENT_CATALOG_FILE", "/nonexistent/catalog.json"],
+  ["RETRY_SCHEDULE", "1s,soon"],
+  ["RETRY_JITTER", "lots"],
+  ["DELIVERY_TIMEOUT_MS", "-1"],
+  ["MAX_RESPONSE_BYTES", "big"],
+  ["MAX_BODY_BYTES", "1e99"],
+  ["MAX_PAYLOAD_BYTES", "0"],
+  ["SIGNING_MASTER_KEY", "too-short"],
+  ["RATE_LIMIT_PER_SECOND", "fast"],
+  ["RATE_LIMIT_BURST", "-5"],
+  ["AUTH_FAILURES_PER_MINUTE", "lots"],
+  ["AUTO_DISABLE_AFTER", "never"],
+  ["KEY_ROTATION_GRACE", "a fortnight"],
+  ["ALLOW_PRIVATE_TARGETS", "maybe"],
+  ["ALLOW_HTTP_TARGETS", "perhaps"],
+  ["SIGNING_KEY_BITS", "1024"],
+  ["SCHEDULER_POLL_MS", "0"],
+  ["DELIVERY_CONCURRENCY", "many"],
+  ["DELIVERY_ENDPOINT_CONCURRENCY", "0"],
+  ["DELIVERY_CLIENT_CONCURRENCY", "4"],
+  ["DATABASE_POOL_SIZE", "0"],
+  ["SHUTDOWN_GRACE_MS", "soon"],
+  ["LOG_LEVEL", "verbose"],
+  ["UV_THREADPOOL_SIZE", "lots"],
+];
+
+for (const [name, value] of BAD) {
+  test(`${name}=${value}: exit 2 with one line naming ${name}`, async (t) => {
+    const { code, stderr } = await startExpectingExit({ DATA_DIR: join(dir, name), [name]: value });
+    t.is(code, 2, stderr);
+    t.regex(stderr, /^[^\n]+\n$/, "one line");
+    t.true(stderr.includes(name), stderr);
+  });
+}
+
+test("the README's configuration table has no variable this test leaves out", async (t) => {
+  const readme = await readFile("README.md", "utf8");
+  const table = readme.slice(readme.indexOf("## Configuration"), readme.indexOf("## Security"));
+  const documented = [...table.matchAll(/^\| `([A-Z_]+)`(?: \/ `([A-Z_]+)`)?/gm)].flatMap((row) => row.slice(1).filter(Boolean));
+  t.deepEqual(
+    documented.filter((name) => !BAD.some(([bad]) => bad === name)),
+    [],
+  );
+});
