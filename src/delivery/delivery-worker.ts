@@ -1,7 +1,8 @@
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import type { Logger } from "pino";
+import type { DeliveryEvent, DeliveryObserver } from "../domain/delivery-events.js";
 import type { KeySealer } from "../domain/key-sealing.js";
-import type { Notification, Subscription } from "../domain/model.js";
+import { type Notification, SUBSCRIPTION_DELETED, type Subscription } from "../domain/model.js";
 import type { Store } from "../domain/ports.js";
 import type { RetryPolicy } from "../domain/retry-policy.js";
 import { signBody } from "../domain/signature.js";
@@ -81,6 +82,8 @@ export class DeliveryWorker {
       sealer: KeySealer;
       /** A subscription failing this long without a success is disabled; undefined: never. */
       autoDisableAfterMs?: number;
+      /** Told of every attempt and of subscriptions it disables. */
+      observer: DeliveryObserver;
       log: Logger;
       shutdown: AbortSignal;
     },
@@ -94,9 +97,10 @@ export class DeliveryWorker {
    * Makes the notification's next attempt. The attempt number comes from the
    * attempts recorded in the store, so a crash between the POST and the
    * record repeats the same `X-JobAttempt`, and our own failures (store
-   * down) never use up the receiver's retries.
+   * down) never use up the receiver's retries. `onRequestDone` is called as
+   * soon as the receiver's answer (or the failure to get one) is in.
    */
-  async attemptNext(notificationId: string): Promise<AttemptOutcome> {
+  async attemptNext(notificationId: string, onRequestDone?: () => void): Promise<AttemptOutcome> {
     const { store } = this.deps;
     const read = this.#takeExpected(notificationId) ?? (await store.notifications.getForDelivery(notificationId));
     const notification = read?.notification;
@@ -109,9 +113,22 @@ export class DeliveryWorker {
     const log = new AttemptLog(this.deps.log, { jobId: notificationId, attempt, subscriptionId: notification.subscriptionId });
     const subscription = read?.subscription && settleRotation(read.subscription);
     const startedAt = new Date();
+    /** Records an attempt that made no request: the notification fails for good. */
+    const abandon = async (error: string) => {
+      const record = { notificationId, attempt, startedAt, durationMs: 0, error, succeeded: false };
+      await store.notifications.recordAttempt(record, "failed");
+      this.#observe({
+        kind: "attempt-finished",
+        at: new Date(),
+        notification,
+        ...(subscription ? { subscription } : {}),
+        attempt: record,
+        status: "failed",
+      });
+    };
     if (!subscription?.enabled) {
-      const error = subscription ? "subscription is disabled" : "subscription was deleted";
-      await store.notifications.recordAttempt({ notificationId, attempt, startedAt, durationMs: 0, error, succeeded: false }, "failed");
+      const error = subscription ? "subscription is disabled" : SUBSCRIPTION_DELETED;
+      await abandon(error);
       log.warn(`delivery abandoned: ${error}`);
       return { kind: "done" };
     }
@@ -122,11 +139,11 @@ export class DeliveryWorker {
     } catch (err) {
       // A key that does not open (another SIGNING_MASTER_KEY, a damaged row)
       // will not open on a retry either: fail visibly instead of looping.
-      const error = `cannot sign: the subscription's signing key does not open (${(err as Error).message})`;
-      await store.notifications.recordAttempt({ notificationId, attempt, startedAt, durationMs: 0, error, succeeded: false }, "failed");
+      await abandon(`cannot sign: the subscription's signing key does not open (${(err as Error).message})`);
       log.error({ err }, "delivery failed: signing key does not open");
       return { kind: "done" };
     }
+    this.#observe({ kind: "attempt-started", at: new Date(), notification, subscription, attempt });
     const result = await this.deps.sender.send({
       url: subscription.url,
       body: notification.body,
@@ -137,6 +154,7 @@ export class DeliveryWorker {
       },
       signal: this.deps.shutdown,
     });
+    onRequestDone?.();
     if (result.interrupted) {
       log.info("attempt interrupted by shutdown; it will run again");
       return { kind: "requeue" };
@@ -148,19 +166,18 @@ export class DeliveryWorker {
     const lastAttempt = gone || attempt >= this.maxRetries;
     const status = succeeded ? "delivered" : lastAttempt ? "failed" : "pending";
     if (status !== "pending") this.#signatures.delete(notificationId);
-    await store.notifications.recordAttempt(
-      {
-        notificationId,
-        attempt,
-        startedAt,
-        durationMs: result.durationMs,
-        statusCode: result.statusCode,
-        responseBody: result.responseBody,
-        error: result.error,
-        succeeded,
-      },
-      status,
-    );
+    const record = {
+      notificationId,
+      attempt,
+      startedAt,
+      durationMs: result.durationMs,
+      statusCode: result.statusCode,
+      responseBody: result.responseBody,
+      error: result.error,
+      succeeded,
+    };
+    await store.notifications.recordAttempt(record, status);
+    this.#observe({ kind: "attempt-finished", at: new Date(), notification, subscription, attempt: record, status });
     // The attempt is recorded; bookkeeping that fails now must not turn into
     // an early retry (our failure, not the receiver's).
     await this.#trackHealth(subscription, succeeded, startedAt, log).catch((err: unknown) => log.error({ err }, "failure tracking failed"));
@@ -170,9 +187,9 @@ export class DeliveryWorker {
       return { kind: "done" };
     }
     if (gone) {
-      await store.subscriptions
-        .disable(subscription.id, "disabled automatically: the receiver answered 410 Gone", new Date())
-        .catch((err: unknown) => log.error({ err }, "disabling after 410 failed"));
+      await this.#disable(subscription, "disabled automatically: the receiver answered 410 Gone").catch((err: unknown) =>
+        log.error({ err }, "disabling after 410 failed"),
+      );
       log.warn(fields, "receiver answered 410 Gone; subscription disabled, no retries");
       return { kind: "done" };
     }
@@ -195,10 +212,19 @@ export class DeliveryWorker {
     const since = await subscriptions.markFailing(subscription.id, at);
     const limit = this.deps.autoDisableAfterMs;
     if (since && limit !== undefined && at.getTime() - since.getTime() >= limit) {
-      const reason = `disabled automatically: every delivery failed since ${since.toISOString()}`;
-      await subscriptions.disable(subscription.id, reason, new Date());
+      await this.#disable(subscription, `disabled automatically: every delivery failed since ${since.toISOString()}`);
       log.warn({ failingSince: since }, "subscription disabled after failing too long");
     }
+  }
+
+  async #disable(subscription: Subscription, reason: string): Promise<void> {
+    const at = new Date();
+    await this.deps.store.subscriptions.disable(subscription.id, reason, at);
+    this.#observe({ kind: "subscription-disabled", at, subscription, reason });
+  }
+
+  #observe(event: DeliveryEvent): void {
+    this.deps.observer.observe(event);
   }
 
   /**

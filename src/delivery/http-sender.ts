@@ -64,14 +64,22 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-/** POSTs signed notifications through one keep-alive pool per origin. */
+/**
+ * POSTs signed notifications through one keep-alive pool per origin. The
+ * pools set no cap of their own: the delivery engine already caps requests
+ * in flight per endpoint and per client, and a request that queued here for
+ * a connection would spend its timeout waiting for our own pool instead of
+ * the receiver.
+ */
 export class HttpSender {
   readonly #agent: Agent;
 
   constructor(private readonly options: HttpSenderOptions) {
     this.#agent = new Agent({
+      // Idle connections close after 30 s, whatever keep-alive a receiver asks for.
       keepAliveTimeout: 30_000,
-      connections: 64,
+      keepAliveMaxTimeout: 30_000,
+      connections: null,
       connect: options.allowPrivateTargets ? {} : { lookup: publicOnlyLookup() },
     });
   }

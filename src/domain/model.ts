@@ -57,6 +57,9 @@ export interface Subscription {
 
 export type NotificationStatus = "pending" | "delivered" | "failed";
 
+/** The error of the last attempt of a notification whose subscription went away before it was delivered. */
+export const SUBSCRIPTION_DELETED = "subscription was deleted";
+
 /** One notification job: a fixed body delivered to one subscription. */
 export interface Notification {
   /** Sent as `X-JobId` on every attempt. */

@@ -1,3 +1,4 @@
+import type { DeliveryObserver } from "./delivery-events.js";
 import { NotFoundError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
 import { isWellFormedId, newId } from "./ids.js";
@@ -16,8 +17,8 @@ export interface NotificationsDeps {
   subscriptions: Subscriptions;
   /** Largest notification body a publish may produce. */
   maxPayloadBytes: number;
-  /** Told when stored notifications could not be queued (the sweep queues them later). */
-  onQueueError: (error: unknown, notificationIds: string[]) => void;
+  /** Told of every notification accepted. */
+  observer: DeliveryObserver;
 }
 
 export interface PublishInput {
@@ -31,9 +32,9 @@ const MAX_IDEMPOTENCY_KEY = 200;
 const MAX_RECOVER = 10_000;
 
 /**
- * Accepting, listing and redelivering notifications. A notification is
- * stored before it is queued, and a sweep re-queues any the scheduler never
- * got, so an accepted notification survives a crash at any point.
+ * Accepting, listing and redelivering notifications. Accepting stores and
+ * queues in one write (DeliveryQueue), so an accepted notification survives
+ * a crash at any point.
  */
 export class Notifications {
   constructor(private readonly deps: NotificationsDeps) {}
@@ -53,8 +54,8 @@ export class Notifications {
       await this.#accept(notifications, subscriptions);
       return { jobIds: notifications.map((n) => n.id), duplicate: false };
     }
-    const { ids, duplicate } = await this.deps.store.insertIdempotent(input.clientId, key, notifications);
-    if (!duplicate) await this.#queue(ids);
+    const { ids, duplicate } = await this.deps.queue.acceptOnce(input.clientId, key, notifications, subscriptions);
+    if (!duplicate) this.#accepted(notifications);
     return { jobIds: ids, duplicate };
   }
 
@@ -64,7 +65,7 @@ export class Notifications {
     const subscription = await this.deps.subscriptions.forSample(clientId, type.name, url);
     const at = new Date();
     const [notification] = this.#fanOut([subscription], type.name, this.#body(type.name, type.samplePayload, at), at);
-    await this.#accept([notification as Notification]);
+    await this.#accept([notification as Notification], [subscription]);
     return (notification as Notification).id;
   }
 
@@ -81,27 +82,51 @@ export class Notifications {
   }
 
   async get(clientId: string, subscriptionId: string, id: string): Promise<{ notification: Notification; attempts: DeliveryAttempt[] }> {
-    await this.deps.subscriptions.get(clientId, subscriptionId);
+    return (await this.#withSubscription(clientId, subscriptionId, id)).found;
+  }
+
+  /** The notification, its attempts and its subscription (the caller's, or not found). */
+  async #withSubscription(
+    clientId: string,
+    subscriptionId: string,
+    id: string,
+  ): Promise<{ found: { notification: Notification; attempts: DeliveryAttempt[] }; subscription: Subscription }> {
+    const subscription = await this.deps.subscriptions.get(clientId, subscriptionId);
     const notification = isWellFormedId("ntf", id) ? await this.deps.store.get(id) : undefined;
     if (!notification || notification.subscriptionId !== subscriptionId)
       throw new NotFoundError(`notification ${JSON.stringify(id.slice(0, 64))} not found`);
-    return { notification, attempts: await this.deps.store.listAttempts(id) };
+    return { found: { notification, attempts: await this.deps.store.listAttempts(id) }, subscription };
+  }
+
+  /**
+   * What became of one job, for the service that published it: the
+   * notification with its attempts, and whether its subscription still
+   * exists (its notifications outlive it, see SubscriptionStore.delete).
+   */
+  async getJob(id: string): Promise<{ notification: Notification; attempts: DeliveryAttempt[]; subscriptionDeleted: boolean }> {
+    const notification = isWellFormedId("ntf", id) ? await this.deps.store.get(id) : undefined;
+    if (!notification) throw new NotFoundError(`job ${JSON.stringify(id.slice(0, 64))} not found`);
+    const [attempts, subscription] = await Promise.all([
+      this.deps.store.listAttempts(id),
+      this.deps.subscriptionStore.get(notification.subscriptionId),
+    ]);
+    return { notification, attempts, subscriptionDeleted: subscription === undefined };
   }
 
   /** A new job (new X-JobId, attempts from 0) with the identical body. */
   async redeliver(clientId: string, subscriptionId: string, id: string): Promise<string> {
-    const { notification } = await this.get(clientId, subscriptionId, id);
-    const [copy] = this.#copies([notification]);
-    await this.#accept([copy as Notification]);
+    const { found, subscription } = await this.#withSubscription(clientId, subscriptionId, id);
+    const [copy] = this.#copies([found.notification]);
+    await this.#accept([copy as Notification], [subscription]);
     return (copy as Notification).id;
   }
 
   /** Redelivers every failed notification of the subscription created since `since`. */
   async recover(clientId: string, subscriptionId: string, since: Date): Promise<string[]> {
-    await this.deps.subscriptions.get(clientId, subscriptionId);
+    const subscription = await this.deps.subscriptions.get(clientId, subscriptionId);
     const failed = await this.deps.store.listFailedSince(subscriptionId, since, MAX_RECOVER);
     const copies = this.#copies(failed);
-    await this.#accept(copies);
+    await this.#accept(copies, [subscription]);
     return copies.map((n) => n.id);
   }
 
@@ -141,20 +166,12 @@ export class Notifications {
     }));
   }
 
-  /** Stored means accepted: a failure to queue afterwards is left to the sweep, not reported. */
-  async #accept(notifications: Notification[], subscriptions?: readonly Subscription[]): Promise<void> {
-    if (notifications.length === 0) return;
-    const { queue } = this.deps;
-    if (queue.insertQueued) return queue.insertQueued(notifications, subscriptions);
-    await this.deps.store.insert(notifications);
-    await this.#queue(notifications.map((n) => n.id));
+  async #accept(notifications: readonly Notification[], subscriptions: readonly Subscription[]): Promise<void> {
+    await this.deps.queue.accept(notifications, subscriptions);
+    this.#accepted(notifications);
   }
 
-  async #queue(ids: string[]): Promise<void> {
-    try {
-      await this.deps.queue.enqueue(ids);
-    } catch (error) {
-      this.deps.onQueueError(error, ids);
-    }
+  #accepted(notifications: readonly Notification[]): void {
+    if (notifications.length > 0) this.deps.observer.observe({ kind: "accepted", at: new Date(), notifications });
   }
 }

@@ -55,7 +55,11 @@ export interface SubscriptionStore {
    * meanwhile or is gone.
    */
   update(subscription: Subscription, expectedUpdatedAt: Date): Promise<boolean>;
-  /** Deletes it and its notifications; false when it was not there. */
+  /**
+   * Deletes it; false when it was not there. Its notifications are kept
+   * (their job ids stay answerable): those still pending end as failed, with
+   * a last attempt saying "subscription was deleted".
+   */
   delete(id: string): Promise<boolean>;
   /** Starts a failure streak unless one runs; returns when the streak began. */
   markFailing(id: string, at: Date): Promise<Date | undefined>;
@@ -73,18 +77,8 @@ export interface NotificationQuery {
   before?: Cursor;
 }
 
+/** Notifications as stored; they are created through the DeliveryQueue, which queues them in the same write. */
 export interface NotificationStore {
-  /** Stores new notifications, not yet handed to the scheduler. */
-  insert(notifications: Notification[]): Promise<void>;
-  /**
-   * Stores notifications under a client's idempotency key, once: when the
-   * key was used before, stores nothing and returns the first call's ids.
-   */
-  insertIdempotent(clientId: string, key: string, notifications: Notification[]): Promise<{ ids: string[]; duplicate: boolean }>;
-  /** Records that the scheduler holds a job for each of these. */
-  markScheduled(ids: string[]): Promise<void>;
-  /** Accepted notifications that never reached the scheduler (a crash in between). */
-  listUnscheduled(createdBefore: Date, limit: number): Promise<string[]>;
   get(id: string): Promise<Notification | undefined>;
   /** What an attempt needs, in one read: the notification and its subscription (absent once deleted). */
   getForDelivery(id: string): Promise<{ notification: Notification; subscription?: Subscription } | undefined>;
@@ -96,15 +90,19 @@ export interface NotificationStore {
   listAttempts(notificationId: string): Promise<DeliveryAttempt[]>;
 }
 
-/** The scheduler port: hands accepted notifications to the job queue. */
+/**
+ * The delivery engine, as the domain sees it. Accepting stores the
+ * notifications and queues their first attempts in one durable write: once
+ * it resolves, each will be attempted until delivered or failed for good.
+ * `subscriptions` are the ones the notifications were made for.
+ */
 export interface DeliveryQueue {
-  enqueue(notificationIds: string[]): Promise<void>;
-  /**
-   * Stores new notifications and queues them as one durable write, where the
-   * store holds the queue too (PostgreSQL). Absent elsewhere: the caller
-   * stores, then enqueues, and the sweep covers a crash in between.
-   * `subscriptions`, the ones the notifications were just made for, lets a
-   * job run at once be delivered from them instead of reading them back.
-   */
-  insertQueued?(notifications: Notification[], subscriptions?: readonly Subscription[]): Promise<void>;
+  accept(notifications: readonly Notification[], subscriptions: readonly Subscription[]): Promise<void>;
+  /** The same, once per client and idempotency key: a repeated key stores nothing and answers the first call's ids. */
+  acceptOnce(
+    clientId: string,
+    key: string,
+    notifications: readonly Notification[],
+    subscriptions: readonly Subscription[],
+  ): Promise<{ ids: string[]; duplicate: boolean }>;
 }

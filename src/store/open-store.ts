@@ -1,17 +1,13 @@
-import { MongoBackend, MongoChangeStreamNotificationChannel } from "@agendajs/mongo-backend";
-import { PostgresBackend } from "@agendajs/postgres-backend";
-import { type AgendaBackend, InMemoryNotificationChannel, type NotificationChannel } from "agenda";
-import { MongoClient } from "mongodb";
+import { type Db, MongoClient } from "mongodb";
 import pg from "pg";
 import type { Logger } from "pino";
-import type { BulkJobOperations, QueuedInsert } from "../delivery/job-batching.js";
-import type { Notification } from "../domain/model.js";
 import type { Store } from "../domain/ports.js";
 import { createMongoStore, ensureMongoIndexes } from "./mongo/mongo-store.js";
-import { createPostgresBulkJobOperations, createPostgresDeliveryScheduler, createPostgresQueuedInsert } from "./postgres/agenda-jobs.js";
-import { startEmbeddedPostgres } from "./postgres/embedded-pglite.js";
+import { EmbeddedPool } from "./postgres/embedded-pool.js";
 import { createPostgresStore } from "./postgres/postgres-store.js";
 import { migrate } from "./postgres/schema.js";
+import type { SqlPool } from "./postgres/sql-pool.js";
+import { reportingUnavailable } from "./postgres/unavailable.js";
 
 export type StoreConfig =
   | { kind: "embedded"; dataDir: string }
@@ -19,68 +15,62 @@ export type StoreConfig =
   /** `changeStreams`: wake every instance's scheduler through a change stream (needs a replica set). */
   | { kind: "mongodb"; url: string; changeStreams: boolean };
 
-/** A ready store plus the Agenda backend on the same database. */
+/** The database the store lives in, for the delivery engine to keep its jobs next to the notifications. */
+export type Database =
+  | {
+      kind: "postgres";
+      /** Commits wait for the disk: what the API answers from. */
+      api: SqlPool;
+      /** Delivery bookkeeping (see openPostgres); the same pool where there is one. */
+      bookkeeping: SqlPool;
+      /** A pool of real connections for LISTEN/NOTIFY between instances; absent when embedded (one process only). */
+      notifications?: pg.Pool;
+    }
+  | { kind: "mongodb"; db: Db; changeStreams: boolean };
+
+/** A ready store plus the database it is in. */
 export interface OpenStore {
   /** What the API answers from: a write is durable before the answer. */
   store: Store;
   /**
    * What deliveries write their bookkeeping through (attempts, failure
-   * streaks), next to Agenda's jobs. It may commit without waiting for the
-   * disk (see openPostgres); elsewhere it is `store` itself.
+   * streaks). It may commit without waiting for the disk (see
+   * openPostgres); elsewhere it is `store` itself.
    */
   deliveryStore: Store;
-  agendaBackend: AgendaBackend;
-  /** Set where the backend's own channel can't reach this process's scheduler. */
-  notificationChannel?: NotificationChannel;
-  /** Claims notifications and inserts their Agenda jobs atomically, where the backend allows it. */
-  scheduleDeliveries?: (notificationIds: readonly string[], jobName: string, lastModifiedBy: string) => Promise<string | undefined>;
-  /** Stores and queues new notifications in one durable statement (PostgreSQL), some jobs locked for the caller. */
-  insertQueued?: (notifications: Notification[], jobName: string, lastModifiedBy: string, lockUpTo?: () => number) => Promise<QueuedInsert>;
-  /** Agenda's per-job statements for many jobs at once, where the backend allows it. */
-  bulkJobs?: BulkJobOperations;
+  database: Database;
   /** For logs: which store, never credentials. */
   description: string;
   close(): Promise<void>;
 }
 
-/**
- * PGlite is one session. pglite-socket can multiplex several connections onto
- * it, but interleaves their extended-protocol messages under load ("bind
- * message supplies 16 parameters, but prepared statement requires 5"), so
- * the embedded store gets exactly one connection; PGlite runs one query at a
- * time anyway.
- */
-const EMBEDDED_POOL_SIZE = 1;
-
 export async function openStore(config: StoreConfig, log: Logger): Promise<OpenStore> {
   switch (config.kind) {
-    case "embedded": {
-      const embedded = await startEmbeddedPostgres(config.dataDir, EMBEDDED_POOL_SIZE, STABLE_PLANS);
-      try {
-        // PGlite is one session behind a multiplexer, so LISTEN/NOTIFY can't
-        // wake the scheduler; the process is alone on it, so in-memory works.
-        const opened = await openPostgres(
-          embedded.connectionString,
-          EMBEDDED_POOL_SIZE,
-          `embedded PGlite in ${config.dataDir}`,
-          log,
-          new InMemoryNotificationChannel(),
-        );
-        const close = async () => {
-          await opened.close();
-          await embedded.close();
-        };
-        return { ...opened, close };
-      } catch (error) {
-        await embedded.close();
-        throw error;
-      }
-    }
+    case "embedded":
+      return openEmbedded(config.dataDir, log);
     case "postgres":
-      return openPostgres(config.url, config.poolSize, `PostgreSQL at ${redact(config.url)}`, log, undefined, { asyncBookkeeping: true });
+      return openPostgres(config.url, config.poolSize, log);
     case "mongodb":
       return openMongo(config.url, config.changeStreams);
   }
+}
+
+async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
+  const pool = await EmbeddedPool.open(dataDir, STABLE_PLANS, (err) => log.error({ err }, "embedded database failed"));
+  try {
+    await migrate(pool);
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+  const store = createPostgresStore(pool);
+  return {
+    store,
+    deliveryStore: store,
+    database: { kind: "postgres", api: pool, bookkeeping: pool },
+    description: `embedded PGlite in ${dataDir}`,
+    close: () => pool.end(),
+  };
 }
 
 async function openMongo(url: string, changeStreams: boolean): Promise<OpenStore> {
@@ -93,12 +83,7 @@ async function openMongo(url: string, changeStreams: boolean): Promise<OpenStore
     return {
       store,
       deliveryStore: store,
-      agendaBackend: new MongoBackend({ mongo: db, collection: "wh_agenda_jobs" }),
-      // MongoDB has no LISTEN/NOTIFY: in-process wake-ups for one instance,
-      // a change stream on the jobs collection when several share the database.
-      notificationChannel: changeStreams
-        ? new MongoChangeStreamNotificationChannel({ db, collection: "wh_agenda_jobs" })
-        : new InMemoryNotificationChannel(),
+      database: { kind: "mongodb", db, changeStreams },
       description: `MongoDB at ${redact(url)}${changeStreams ? " (change-stream wake-ups)" : ""}`,
       close: () => client.close(),
     };
@@ -127,52 +112,66 @@ export const STABLE_PLANS = ["plan_cache_mode=force_generic_plan", "enable_seqsc
 /**
  * Two pools on PostgreSQL. The API's commits wait for the WAL flush: an
  * accepted notification is on disk before the answer. Delivery bookkeeping
- * (Agenda's job rows, scheduling, attempt records) commits with
+ * (job locks and states, attempt records) commits with
  * synchronous_commit=off: a crash of the database server itself can roll
  * back its last few hundred milliseconds, which can only repeat a delivery
- * (same X-JobId; the sweep re-queues a notification whose scheduling rolled
- * back), never lose one, and no delivery waits for a disk flush. WAL order
- * keeps the bookkeeping consistent: a rolled-back attempt record takes the
- * later job updates with it.
+ * (same X-JobId), never lose one, and no delivery waits for a disk flush.
+ * WAL order keeps the bookkeeping consistent: a rolled-back attempt record
+ * takes the later job updates with it. A lost connection is replaced by the
+ * pool; each new connection prepares its statements anew.
  */
-async function openPostgres(
-  url: string,
-  poolSize: number,
-  description: string,
-  log: Logger,
-  notificationChannel?: NotificationChannel,
-  { asyncBookkeeping = false } = {},
-): Promise<OpenStore> {
-  const pool = new pg.Pool({ ...withSettings(url, STABLE_PLANS), max: poolSize });
-  const bookkeeping = asyncBookkeeping
-    ? new pg.Pool({ ...withSettings(url, [...STABLE_PLANS, "synchronous_commit=off"]), max: poolSize })
-    : pool;
-  const pools = bookkeeping === pool ? [pool] : [pool, bookkeeping];
+async function openPostgres(url: string, poolSize: number, log: Logger): Promise<OpenStore> {
+  const apiPool = new pg.Pool({ ...withSettings(url, STABLE_PLANS), ...CONNECTING, max: poolSize });
+  const bookkeepingPool = new pg.Pool({
+    ...withSettings(url, [...STABLE_PLANS, "synchronous_commit=off"]),
+    ...CONNECTING,
+    // A delivery's statements are short: one that gets no answer for this long fails (its connection
+    // is dropped), rather than leaving an attempt waiting on a database that went silent.
+    query_timeout: BOOKKEEPING_QUERY_TIMEOUT_MS,
+    max: poolSize,
+  });
+  // One connection, held for LISTEN; a pool so that the channel can replace it when it drops.
+  const notifications = new pg.Pool({ ...withSettings(url, []), ...CONNECTING, max: 2 });
+  const pools = [apiPool, bookkeepingPool, notifications];
+  // A lost or refused connection answers 503 "unavailable", not 500.
+  const api = reportingUnavailable(apiPool);
+  const bookkeeping = reportingUnavailable(bookkeepingPool);
   // An idle client losing its connection must not crash the process; the pool replaces it.
-  for (const p of pools) p.on("error", (err) => log.error({ err }, "idle database connection failed"));
+  // (The error carries its whole client: log what it says, not what it holds.)
+  for (const pool of pools) {
+    pool.on("error", (err) =>
+      log.warn(
+        { code: (err as { code?: string }).code, reason: err.message },
+        "an idle database connection was lost; the pool replaces it",
+      ),
+    );
+  }
   const close = async () => {
-    await Promise.all(pools.map((p) => p.end()));
+    await Promise.all(pools.map((pool) => pool.end()));
   };
   try {
-    await migrate(pool);
+    await migrate(api);
   } catch (error) {
     await close();
     throw error;
   }
-  const store = createPostgresStore(pool);
   return {
-    store,
-    deliveryStore: bookkeeping === pool ? store : createPostgresStore(bookkeeping),
-    agendaBackend: new PostgresBackend({ pool: bookkeeping }),
-    scheduleDeliveries: createPostgresDeliveryScheduler(bookkeeping),
-    // On the API's pool: accepting is a durable commit.
-    insertQueued: createPostgresQueuedInsert(pool),
-    bulkJobs: createPostgresBulkJobOperations(bookkeeping),
-    ...(notificationChannel ? { notificationChannel } : {}),
-    description,
+    store: createPostgresStore(api),
+    deliveryStore: createPostgresStore(bookkeeping),
+    database: { kind: "postgres", api, bookkeeping, notifications },
+    description: `PostgreSQL at ${redact(url)}`,
     close,
   };
 }
+
+/**
+ * A new connection that does not open within 10 s fails (the database is
+ * unreachable) instead of waiting for the operating system to give up; TCP
+ * keep-alive notices a peer that went away while a connection sat idle.
+ * The API's pool sets no statement timeout: migrations may take their time.
+ */
+const CONNECTING = { connectionTimeoutMillis: 10_000, keepAlive: true, keepAliveInitialDelayMillis: 10_000 };
+const BOOKKEEPING_QUERY_TIMEOUT_MS = 30_000;
 
 /**
  * The URL with more `-c` settings in the startup `options`, after the URL's

@@ -70,7 +70,7 @@ if (postgres) {
     await client.connect();
     try {
       const { rows } = await client.query<{ locked: number; left: number }>(
-        "SELECT count(*) FILTER (WHERE locked_at IS NOT NULL)::int AS locked, count(*)::int AS left FROM agenda_jobs",
+        "SELECT count(*) FILTER (WHERE locked_at IS NOT NULL)::int AS locked, count(*)::int AS left FROM wh_delivery_jobs",
       );
       t.true((rows[0]?.left ?? 0) > 0, "the stop came before the backlog was done");
       t.is(rows[0]?.locked, 0);

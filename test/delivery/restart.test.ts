@@ -47,57 +47,51 @@ for (const target of storeTargets()) {
     t.is(receiver.requests.length, 2, "delivered once after the restart, not again");
   });
 
-  test.serial(`${target.name}: a notification accepted but never handed to the scheduler is delivered at the next start`, async (t) => {
-    const store = await target.create();
-    const receiver = await Receiver.start();
-    t.teardown(async () => {
-      await receiver.close();
-      await store.cleanup();
-    });
+  // What an older version left after a crash between storing and queueing: a notification with no job.
+  if (target.name !== "mongodb")
+    test.serial(`${target.name}: a notification an older version accepted but never queued is delivered at the next start`, async (t) => {
+      const store = await target.create();
+      const receiver = await Receiver.start();
+      t.teardown(async () => {
+        await receiver.close();
+        await store.cleanup();
+      });
 
-    // Write what a crash between "stored" and "queued" leaves behind.
-    const config = loadConfig({ ...FAST_TEST_ENV, ...store.env });
-    const opened = await openStore(config.store, pino({ level: "silent" }));
-    const client = await opened.store.clients.ensureWithKey("orphans", hashApiKey("orphan-key-0123456789"));
-    const keys = await generateSigningKeyPair(2048);
-    const now = new Date();
-    const subscriptionId = newId("sub");
-    const sealer = new KeySealer(config.signingMasterKey as Buffer);
-    await opened.store.subscriptions.insert({
-      id: subscriptionId,
-      clientId: client.id,
-      event: "Order.Created",
-      url: receiver.url,
-      description: "",
-      enabled: true,
-      publicKeyPem: keys.publicKeyPem,
-      privateKeyPem: sealer.seal(keys.privateKeyPem, subscriptionId),
-      createdAt: now,
-      updatedAt: now,
-    });
-    const acceptedAt = new Date(Date.now() - 120_000);
-    const notificationId = newId("ntf");
-    const body = buildNotificationBody("Order.Created", { OrderId: "ord_lost" }, acceptedAt);
-    await opened.store.notifications.insert([
-      {
-        id: notificationId,
-        subscriptionId,
+      const config = loadConfig({ ...FAST_TEST_ENV, ...store.env });
+      const opened = await openStore(config.store, pino({ level: "silent" }));
+      if (opened.database.kind !== "postgres") return t.fail("a SQL target");
+      const client = await opened.store.clients.ensureWithKey("orphans", hashApiKey("orphan-key-0123456789"));
+      const keys = await generateSigningKeyPair(2048);
+      const now = new Date();
+      const subscriptionId = newId("sub");
+      const sealer = new KeySealer(config.signingMasterKey as Buffer);
+      await opened.store.subscriptions.insert({
+        id: subscriptionId,
         clientId: client.id,
         event: "Order.Created",
-        body,
-        status: "pending",
-        attemptCount: 0,
-        createdAt: acceptedAt,
-        updatedAt: acceptedAt,
-      },
-    ]);
-    await opened.close();
+        url: receiver.url,
+        description: "",
+        enabled: true,
+        publicKeyPem: keys.publicKeyPem,
+        privateKeyPem: sealer.seal(keys.privateKeyPem, subscriptionId),
+        createdAt: now,
+        updatedAt: now,
+      });
+      const acceptedAt = new Date(Date.now() - 120_000);
+      const notificationId = newId("ntf");
+      const body = buildNotificationBody("Order.Created", { OrderId: "ord_lost" }, acceptedAt);
+      await opened.database.api.query(
+        `INSERT INTO wh_notifications (id, subscription_id, client_id, event, body, status, attempt_count, scheduled, created_at, updated_at)
+         VALUES ($1, $2, $3, 'Order.Created', $4, 'pending', 0, false, $5, $5)`,
+        [notificationId, subscriptionId, client.id, body, acceptedAt],
+      );
+      await opened.close();
 
-    const running = await startTestService(store.env);
-    t.teardown(() => running.service.stop());
-    const [delivery] = await receiver.waitFor(1);
-    t.is(delivery?.headers["x-jobid"], notificationId);
-    t.is(delivery?.body, body);
-    t.true(verifyBody(body, delivery?.headers["x-signature"] as string, keys.publicKeyPem));
-  });
+      const running = await startTestService(store.env);
+      t.teardown(() => running.service.stop());
+      const [delivery] = await receiver.waitFor(1);
+      t.is(delivery?.headers["x-jobid"], notificationId);
+      t.is(delivery?.body, body);
+      t.true(verifyBody(body, delivery?.headers["x-signature"] as string, keys.publicKeyPem));
+    });
 }

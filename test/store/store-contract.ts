@@ -1,12 +1,28 @@
 import type { TestFn } from "ava";
+import type { DeliveryJobStore } from "../../src/delivery/agenda/delivery-job-store.js";
+import { endpointOf } from "../../src/delivery/endpoint.js";
 import { newId } from "../../src/domain/ids.js";
-import type { Notification, Subscription } from "../../src/domain/model.js";
+import { type Notification, SUBSCRIPTION_DELETED, type Subscription } from "../../src/domain/model.js";
 import type { Store } from "../../src/domain/ports.js";
 
 /**
  * The storage port's contract, written once and run against every adapter
  * (test/store/store.test.ts), as Agenda runs one suite against each backend.
+ * Notifications come to exist the one way the service makes them: accepted
+ * by the delivery job store on the same database, each with its job.
  */
+export interface ContractStore extends Store {
+  jobs: DeliveryJobStore;
+}
+
+/** Stores notifications as the delivery engine accepts them (nothing locked). */
+export async function accept(jobs: DeliveryJobStore, notifications: readonly Notification[]): Promise<void> {
+  const deliveries = notifications.map((notification) => ({
+    notification,
+    endpoint: endpointOf(notification.clientId, "https://example.com/"),
+  }));
+  await jobs.insert(deliveries, (all) => all.map(() => false));
+}
 
 const seconds = (n: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, n));
 
@@ -41,7 +57,7 @@ function notification(s: Subscription, overrides: Partial<Notification> = {}): N
   };
 }
 
-export function storeContract(test: TestFn, name: string, open: () => Promise<Store>): void {
+export function storeContract(test: TestFn, name: string, open: () => Promise<ContractStore>): void {
   test(`${name}: a client is created once per key hash, also when two start together`, async (t) => {
     const { clients } = await open();
     const hash = newId("cli");
@@ -87,38 +103,15 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<St
     t.is(await clients.findByKeyHash(injected).catch(() => undefined), undefined);
   });
 
-  test(`${name}: notifications are stored unscheduled until marked, oldest first, bounded`, async (t) => {
-    const { clients, subscriptions, notifications } = await open();
-    const owner = await clients.ensureWithKey("owner", newId("cli"));
-    const s = subscription(owner.id);
-    await subscriptions.insert(s);
-    const batch = [1, 2, 3, 4].map((n) => notification(s, { createdAt: seconds(100 + n), updatedAt: seconds(100 + n) }));
-    await notifications.insert(batch);
-    await notifications.insert([]);
-    t.deepEqual(await notifications.get(batch[0]?.id as string), batch[0]);
-    t.is(await notifications.get(newId("ntf")), undefined);
-
-    const before = seconds(104); // excludes the fourth
-    const ids = await notifications.listUnscheduled(before, 10);
-    t.deepEqual(
-      ids.filter((id) => batch.some((n) => n.id === id)),
-      batch.slice(0, 3).map((n) => n.id),
-    );
-    t.is((await notifications.listUnscheduled(before, 1)).length, 1);
-    await notifications.markScheduled(batch.slice(0, 2).map((n) => n.id));
-    await notifications.markScheduled([]);
-    const left = await notifications.listUnscheduled(before, 10);
-    t.false(left.includes(batch[0]?.id as string));
-    t.true(left.includes(batch[2]?.id as string));
-  });
-
   test(`${name}: attempts append in order, move the status, and never lower the count`, async (t) => {
-    const { clients, subscriptions, notifications } = await open();
+    const { clients, subscriptions, notifications, jobs } = await open();
     const owner = await clients.ensureWithKey("owner", newId("cli"));
     const s = subscription(owner.id);
     await subscriptions.insert(s);
     const n = notification(s);
-    await notifications.insert([n]);
+    await accept(jobs, [n]);
+    t.deepEqual(await notifications.get(n.id), n);
+    t.is(await notifications.get(newId("ntf")), undefined);
 
     const first = {
       notificationId: n.id,
@@ -162,7 +155,7 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<St
     const notifications = Array.from({ length: 20 }, (_, i) =>
       notification(subscriptions[i % 2] as Subscription, { body: `{"n":${i}}`, createdAt: seconds(500), updatedAt: seconds(500) }),
     );
-    await Promise.all([store.notifications.insert(notifications.slice(0, 10)), store.notifications.insert(notifications.slice(10))]);
+    await Promise.all([accept(store.jobs, notifications.slice(0, 10)), accept(store.jobs, notifications.slice(10))]);
 
     const read = await Promise.all([...notifications.map((n) => store.notifications.get(n.id)), store.notifications.get(newId("ntf"))]);
     t.deepEqual(
@@ -200,14 +193,13 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<St
     const kept = subscription(client.id, { failingSince: seconds(3), nextPrivateKeyPem: "next-private", rotationDeadline: seconds(9) });
     const dropped = subscription(client.id);
     for (const s of [kept, dropped]) await store.subscriptions.insert(s);
-    // Created after what the unscheduled-listing test lists, which shares the database.
     const notifications = Array.from({ length: 6 }, (_, i) =>
       notification(i < 4 ? kept : dropped, { body: `{"n":${i}}`, createdAt: seconds(600), updatedAt: seconds(600) }),
     );
-    await store.notifications.insert(notifications);
+    await accept(store.jobs, notifications);
+    // Read as an attempt of it does, after its subscription was deleted from under it.
+    const orphan = notifications[5] as Notification;
     await store.subscriptions.delete(dropped.id);
-    const orphan = notification(dropped, { body: "{}", createdAt: seconds(600), updatedAt: seconds(600) });
-    await store.notifications.insert([orphan]);
 
     const reads = await Promise.all([
       ...notifications.slice(0, 4).map((n) => store.notifications.getForDelivery(n.id)),
@@ -219,7 +211,7 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<St
       notifications.slice(0, 4).map((n) => n.body),
     );
     for (const read of reads.slice(0, 4)) t.deepEqual(read?.subscription, kept);
-    t.is(reads[4]?.notification.id, orphan.id);
+    t.is(reads[4]?.notification.id, orphan.id, "a notification outlives its subscription");
     t.is(reads[4]?.subscription, undefined);
     t.is(reads[5], undefined);
   });
@@ -266,7 +258,7 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<St
   });
 
   test(`${name}: subscriptions page by creation, update every field, track failures, delete with notifications`, async (t) => {
-    const { clients, subscriptions, notifications } = await open();
+    const { clients, subscriptions, notifications, jobs } = await open();
     const owner = await clients.ensureWithKey("pager", newId("cli"));
     const list = [1, 2, 3].map((n) =>
       subscription(owner.id, { createdAt: seconds(n), event: n === 2 ? "Order.Shipped" : "Order.Created" }),
@@ -324,31 +316,29 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<St
     );
 
     const doomed = notification(target);
-    await notifications.insert([doomed]);
+    const done = notification(target);
+    await accept(jobs, [doomed, done]);
+    await notifications.recordAttempt(
+      { notificationId: done.id, attempt: 0, startedAt: seconds(20), durationMs: 3, statusCode: 200, succeeded: true },
+      "delivered",
+    );
     t.true(await subscriptions.delete(target.id));
     t.is(await subscriptions.get(target.id), undefined);
-    t.is(await notifications.get(doomed.id), undefined, "its notifications go with it");
+    // Its notifications stay answerable by job id: the pending one ends as failed, saying why.
+    t.like(await notifications.get(doomed.id), { status: "failed", attemptCount: 1 });
+    t.like((await notifications.listAttempts(doomed.id)).at(-1), { attempt: 0, error: SUBSCRIPTION_DELETED, succeeded: false });
+    t.like(await notifications.get(done.id), { status: "delivered", attemptCount: 1 }, "a delivered one is left as it was");
+    t.is((await notifications.listAttempts(done.id)).length, 1);
     t.false(await subscriptions.delete(target.id));
   });
 
-  test(`${name}: idempotent inserts store once; the log lists newest first by status; failed ones are found since a time`, async (t) => {
-    const { clients, subscriptions, notifications } = await open();
+  test(`${name}: the log lists newest first by status; failed ones are found since a time`, async (t) => {
+    const { clients, subscriptions, notifications, jobs } = await open();
     const owner = await clients.ensureWithKey("publisher", newId("cli"));
     const s = subscription(owner.id);
     await subscriptions.insert(s);
     const batch = [notification(s, { createdAt: seconds(10) }), notification(s, { createdAt: seconds(11) })];
-    const first = await notifications.insertIdempotent(owner.id, "key-1", batch);
-    t.deepEqual(first, { ids: batch.map((n) => n.id), duplicate: false });
-    const replay = await notifications.insertIdempotent(owner.id, "key-1", [notification(s)]);
-    t.deepEqual(replay, { ids: batch.map((n) => n.id), duplicate: true });
-    const other = await clients.ensureWithKey("someone else", newId("cli"));
-    t.false((await notifications.insertIdempotent(other.id, "key-1", [])).duplicate, "keys are per client");
-    const [a, b] = await Promise.all([
-      notifications.insertIdempotent(owner.id, "key-2", [notification(s, { createdAt: seconds(12) })]),
-      notifications.insertIdempotent(owner.id, "key-2", [notification(s, { createdAt: seconds(12) })]),
-    ]);
-    t.deepEqual(a?.ids, b?.ids, "concurrent twins agree");
-    t.not(a?.duplicate, b?.duplicate);
+    await accept(jobs, [...batch, notification(s, { createdAt: seconds(12) })]);
 
     const older = batch[0] as Notification;
     const newer = batch[1] as Notification;
@@ -375,7 +365,7 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<St
     t.deepEqual(await notifications.listFailedSince(s.id, seconds(11), 10), []);
     t.is((await notifications.get(newer.id))?.status, "pending");
     const redelivery = notification(s, { redeliveryOf: older.id });
-    await notifications.insert([redelivery]);
+    await accept(jobs, [redelivery]);
     t.is((await notifications.get(redelivery.id))?.redeliveryOf, older.id);
   });
 }

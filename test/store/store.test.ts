@@ -5,8 +5,10 @@ import test, { type ExecutionContext } from "ava";
 import pg from "pg";
 import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
+import { createJobStore } from "../../src/delivery/agenda/create-delivery-engine.js";
 import { type OpenStore, openStore, STABLE_PLANS, withSettings } from "../../src/store/open-store.js";
-import { startEmbeddedPostgres } from "../../src/store/postgres/embedded-pglite.js";
+import { EmbeddedPool } from "../../src/store/postgres/embedded-pool.js";
+import type { SqlPool } from "../../src/store/postgres/sql-pool.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
 import { planOf, storeTargets } from "../helpers/stores.js";
 import { storeContract } from "./store-contract.js";
@@ -21,7 +23,9 @@ for (const target of storeTargets()) {
     const created = await target.create();
     cleanup = created.cleanup;
     opened = await openStore(loadConfig({ ...FAST_TEST_ENV, ...created.env }).store, log);
-    return opened.store;
+    const jobs = createJobStore(opened.database, { owner: "contract", lockLifetimeMs: 30_000 });
+    await jobs.prepare();
+    return { ...opened.store, jobs };
   })();
   // Keep an early failure from becoming an unhandled rejection before a test awaits it.
   ready.catch(() => {});
@@ -41,7 +45,7 @@ if (!process.env.MONGODB_URL) test.skip("mongodb: set MONGODB_URL to run the sto
  * database, still finds rows through the index once the table has grown:
  * its one plan (see STABLE_PLANS in open-store.ts) is not a sequential scan.
  */
-async function assertPlanStaysOnIndex(t: ExecutionContext, pool: pg.Pool): Promise<void> {
+async function assertPlanStaysOnIndex(t: ExecutionContext, pool: SqlPool): Promise<void> {
   const client = await pool.connect();
   try {
     t.is((await client.query("SHOW plan_cache_mode")).rows[0]?.plan_cache_mode, "force_generic_plan");
@@ -62,13 +66,11 @@ async function assertPlanStaysOnIndex(t: ExecutionContext, pool: pg.Pool): Promi
 
 test("pglite: a statement prepared on an empty table keeps using the index as the table grows", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "wh-plan-"));
-  const embedded = await startEmbeddedPostgres(dir, 1, STABLE_PLANS);
-  const pool = new pg.Pool({ connectionString: embedded.connectionString, max: 1 });
+  const pool = await EmbeddedPool.open(dir, STABLE_PLANS, () => {});
   try {
     await assertPlanStaysOnIndex(t, pool);
   } finally {
     await pool.end();
-    await embedded.close();
     await rm(dir, { recursive: true, force: true });
   }
 });

@@ -48,11 +48,40 @@ export interface NotificationDoc extends Omit<Notification, "id"> {
   scheduled: boolean;
 }
 
+/**
+ * A new notification as its document. The delivery engine inserts it (with
+ * its job, see delivery/agenda/mongo-job-store.ts); `scheduled` is always
+ * true now (an older version used false for one not yet queued).
+ */
+export function toNotificationDoc(notification: Notification): NotificationDoc {
+  return {
+    _id: notification.id,
+    subscriptionId: notification.subscriptionId,
+    clientId: notification.clientId,
+    event: notification.event,
+    body: notification.body,
+    status: notification.status,
+    attemptCount: notification.attemptCount,
+    ...optional("redeliveryOf", notification.redeliveryOf),
+    scheduled: true,
+    createdAt: notification.createdAt,
+    updatedAt: notification.updatedAt,
+  };
+}
+
 /** The compound `_id` is the SQL primary key (client_id, key): unique without any index to create. */
 export interface IdempotencyKeyDoc {
   _id: { clientId: string; key: string };
   notificationIds: string[];
   createdAt: Date;
+}
+
+// Microseconds since the epoch, bumped within a process: attempts for one notification
+// are sequential, so this orders them like the SQL bigserial does (exact below 2^53).
+let lastSeq = 0;
+export function nextAttemptSeq(): number {
+  lastSeq = Math.max(lastSeq + 1, Date.now() * 1000);
+  return lastSeq;
 }
 
 /** `_id` is left to the driver (an ObjectId); `seq` carries the insertion order. */

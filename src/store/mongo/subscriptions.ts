@@ -1,5 +1,5 @@
 import type { Collection, Filter } from "mongodb";
-import type { Subscription } from "../../domain/model.js";
+import { SUBSCRIPTION_DELETED, type Subscription } from "../../domain/model.js";
 import type { Cursor, SubscriptionStore } from "../../domain/ports.js";
 import {
   type AttemptDoc,
@@ -8,6 +8,7 @@ import {
   checkLimit,
   isString,
   type NotificationDoc,
+  nextAttemptSeq,
   optional,
   type SubscriptionDoc,
 } from "./documents.js";
@@ -140,19 +141,32 @@ export class MongoSubscriptionStore implements SubscriptionStore {
     if (!isString(id)) return false;
     const { deletedCount } = await this.subscriptions.deleteOne({ _id: id });
     if (deletedCount !== 1) return false;
-    // No transaction: the subscription goes first, so a crash below leaves only unreachable history,
-    // never a listed subscription that lost part of its notifications. Attempts go before their
-    // notification (the SQL ON DELETE CASCADE), so none is left pointing at nothing.
+    // No transaction: the subscription goes first, then each notification still pending ends as failed,
+    // its last attempt saying why (as the SQL statement does). A crash in between leaves a pending one
+    // for its next attempt to end the same way (the worker finds the subscription gone).
     for (;;) {
-      const batch = await this.notifications
-        .find({ subscriptionId: id })
+      const pending = await this.notifications
+        .find({ subscriptionId: id, status: "pending" })
         .limit(DELETE_BATCH)
-        .project<{ _id: string }>({ _id: 1 })
+        .project<{ _id: string; attemptCount: number }>({ _id: 1, attemptCount: 1 })
         .toArray();
-      if (batch.length === 0) return true;
-      const ids = batch.map((doc) => doc._id);
-      await this.attempts.deleteMany({ notificationId: { $in: ids } });
-      await this.notifications.deleteMany({ _id: { $in: ids } });
+      if (pending.length === 0) return true;
+      const now = new Date();
+      await this.attempts.insertMany(
+        pending.map((doc) => ({
+          seq: nextAttemptSeq(),
+          notificationId: doc._id,
+          attempt: doc.attemptCount,
+          startedAt: now,
+          durationMs: 0,
+          error: SUBSCRIPTION_DELETED,
+          succeeded: false,
+        })),
+      );
+      await this.notifications.updateMany(
+        { _id: { $in: pending.map((doc) => doc._id) }, status: "pending" },
+        { $set: { status: "failed", updatedAt: now }, $inc: { attemptCount: 1 } },
+      );
     }
   }
 

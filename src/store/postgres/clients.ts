@@ -1,7 +1,8 @@
-import type { Pool } from "pg";
 import { newId } from "../../domain/ids.js";
 import type { ApiKeyRecord, Client } from "../../domain/model.js";
 import type { ClientStore } from "../../domain/ports.js";
+import type { SqlPool } from "./sql-pool.js";
+import { inTransaction } from "./transaction.js";
 
 interface ClientRow {
   id: string;
@@ -12,16 +13,14 @@ interface ClientRow {
 const toClient = (row: ClientRow): Client => ({ id: row.id, name: row.name, createdAt: row.created_at });
 
 export class PostgresClientStore implements ClientStore {
-  constructor(private readonly pool: Pool) {}
+  constructor(private readonly pool: SqlPool) {}
 
   async ensureWithKey(name: string, keyHash: string): Promise<Client> {
     const existing = await this.findByKeyHash(keyHash);
     if (existing) return existing;
     // Instances bootstrapping the same key at once queue on this lock, so the
     // second finds the first's client instead of leaving an orphan of its own.
-    const connection = await this.pool.connect();
-    try {
-      await connection.query("BEGIN");
+    return inTransaction(this.pool, async (connection) => {
       await connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [keyHash]);
       const { rows } = await connection.query<ClientRow>(
         "SELECT c.id, c.name, c.created_at FROM wh_api_keys k JOIN wh_clients c ON c.id = k.client_id WHERE k.key_hash = $1",
@@ -41,14 +40,8 @@ export class PostgresClientStore implements ClientStore {
           client.createdAt,
         ]);
       }
-      await connection.query("COMMIT");
       return client;
-    } catch (error) {
-      await connection.query("ROLLBACK").catch(() => {});
-      throw error;
-    } finally {
-      connection.release();
-    }
+    });
   }
 
   async findByKeyHash(keyHash: string): Promise<Client | undefined> {

@@ -1,7 +1,7 @@
-import type { Pool } from "pg";
 import type { EventType, JsonObject } from "../../domain/model.js";
 import type { EventTypeStore } from "../../domain/ports.js";
 import { optional } from "./rows.js";
+import type { SqlPool } from "./sql-pool.js";
 
 interface EventTypeRow {
   name: string;
@@ -22,7 +22,7 @@ const toEventType = (row: EventTypeRow): EventType => ({
 });
 
 export class PostgresEventTypeStore implements EventTypeStore {
-  constructor(private readonly pool: Pool) {}
+  constructor(private readonly pool: SqlPool) {}
 
   async insert(type: EventType): Promise<boolean> {
     const { rowCount } = await this.pool.query(

@@ -1,8 +1,8 @@
-import type { Pool } from "pg";
 import { Coalescer } from "../../coalescer.js";
 import type { DeliveryAttempt, Notification, NotificationStatus, Subscription } from "../../domain/model.js";
 import type { NotificationQuery, NotificationStore } from "../../domain/ports.js";
 import { isDataError, optional } from "./rows.js";
+import type { SqlPool } from "./sql-pool.js";
 import { SUBSCRIPTION_COLUMNS, type SubscriptionRow, toSubscription } from "./subscriptions.js";
 
 interface NotificationRow {
@@ -69,16 +69,19 @@ function toForDelivery(row: DeliveryRow): ForDelivery {
   return { notification, subscription: toSubscription(subscription) };
 }
 
-/** Inserts the notifications of `$1`…`$10` (insertParameters), with the given `scheduled` flag: a fan-out is one round trip. */
-export const insertNotifications = (scheduled: boolean) => `
+/**
+ * Inserts the notifications of `$1`…`$10` (insertParameters): a fan-out is one round trip. The delivery
+ * engine inserts through it, each notification with its job. (`scheduled` is always true now; an older
+ * version used false for a notification not yet queued, and the engine takes those over at start.)
+ */
+export const INSERT_NOTIFICATIONS = `
   INSERT INTO wh_notifications (id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, scheduled, created_at, updated_at)
-  SELECT id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, ${scheduled}, created_at, updated_at
+  SELECT id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, true, created_at, updated_at
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::timestamptz[], $10::timestamptz[])
     AS t (id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, created_at, updated_at)`;
-const INSERT_NOTIFICATIONS = insertNotifications(false);
 
 /** One column array per inserted field, in insertNotifications' order. */
-export function insertParameters(notifications: Notification[]): unknown[] {
+export function insertParameters(notifications: readonly Notification[]): unknown[] {
   const column = <K extends keyof Notification>(key: K) => notifications.map((n) => n[key] ?? null);
   return [
     column("id"),
@@ -94,7 +97,9 @@ export function insertParameters(notifications: Notification[]): unknown[] {
   ];
 }
 
-// Attempts recorded together are one statement: the rows, then each notification's status.
+// Attempts recorded together are one statement: the rows, then each notification's status. A final status
+// (delivered, failed) stays: an attempt that was in flight when its subscription was deleted records its
+// outcome without reopening the notification.
 const RECORD_ATTEMPTS = `
   WITH input AS (
     SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[], $8::bool[], $9::text[])
@@ -103,7 +108,9 @@ const RECORD_ATTEMPTS = `
     INSERT INTO wh_delivery_attempts (notification_id, attempt, started_at, duration_ms, status_code, response_body, error, succeeded)
     SELECT notification_id, attempt, started_at, duration_ms, status_code, response_body, error, succeeded FROM input
   )
-  UPDATE wh_notifications n SET status = input.status, attempt_count = GREATEST(n.attempt_count, input.attempt + 1), updated_at = now()
+  UPDATE wh_notifications n
+  SET status = CASE WHEN n.status = 'pending' THEN input.status ELSE n.status END,
+      attempt_count = GREATEST(n.attempt_count, input.attempt + 1), updated_at = now()
   FROM input WHERE n.id = input.notification_id`;
 
 type RecordedAttempt = { attempt: DeliveryAttempt; status: NotificationStatus };
@@ -134,13 +141,6 @@ export class PostgresNotificationStore implements NotificationStore {
     },
     { splitOn: isDataError },
   );
-  readonly #inserts = new Coalescer<Notification[], void>(
-    async (fanOuts) => {
-      await this.pool.query({ name: "wh-insert-notifications", text: INSERT_NOTIFICATIONS, values: insertParameters(fanOuts.flat()) });
-      return fanOuts.map(() => undefined);
-    },
-    { splitOn: isDataError },
-  );
   readonly #records = new Coalescer<RecordedAttempt, void>(
     async (records) => {
       await this.pool.query({ name: "wh-record-attempts", text: RECORD_ATTEMPTS, values: recordParameters(records) });
@@ -149,54 +149,7 @@ export class PostgresNotificationStore implements NotificationStore {
     { splitOn: isDataError },
   );
 
-  constructor(private readonly pool: Pool) {}
-
-  async insert(notifications: Notification[]): Promise<void> {
-    if (notifications.length > 0) await this.#inserts.call(notifications);
-  }
-
-  async insertIdempotent(clientId: string, key: string, notifications: Notification[]): Promise<{ ids: string[]; duplicate: boolean }> {
-    const client = await this.pool.connect();
-    try {
-      await client.query("BEGIN");
-      const ids = notifications.map((n) => n.id);
-      // The primary key (client_id, key) decides; a concurrent twin waits here for our commit.
-      const claimed = await client.query(
-        "INSERT INTO wh_idempotency_keys (client_id, key, notification_ids, created_at) VALUES ($1, $2, $3, now()) ON CONFLICT DO NOTHING",
-        [clientId, key, ids],
-      );
-      if (claimed.rowCount === 0) {
-        await client.query("ROLLBACK");
-        // On the held connection: the embedded store has only one.
-        const { rows } = await client.query<{ notification_ids: string[] }>(
-          "SELECT notification_ids FROM wh_idempotency_keys WHERE client_id = $1 AND key = $2",
-          [clientId, key],
-        );
-        return { ids: rows[0]?.notification_ids ?? [], duplicate: true };
-      }
-      if (notifications.length > 0) await client.query(INSERT_NOTIFICATIONS, insertParameters(notifications));
-      await client.query("COMMIT");
-      return { ids, duplicate: false };
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
-  }
-
-  async markScheduled(ids: string[]): Promise<void> {
-    if (ids.length === 0) return;
-    await this.pool.query("UPDATE wh_notifications SET scheduled = true WHERE id = ANY($1::text[])", [ids]);
-  }
-
-  async listUnscheduled(createdBefore: Date, limit: number): Promise<string[]> {
-    const { rows } = await this.pool.query<{ id: string }>(
-      "SELECT id FROM wh_notifications WHERE NOT scheduled AND created_at < $1 ORDER BY created_at LIMIT $2",
-      [createdBefore, limit],
-    );
-    return rows.map((row) => row.id);
-  }
+  constructor(private readonly pool: SqlPool) {}
 
   async get(id: string): Promise<Notification | undefined> {
     const { rows } = await this.pool.query<NotificationRow>("SELECT * FROM wh_notifications WHERE id = $1", [id]);

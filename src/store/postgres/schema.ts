@@ -1,4 +1,5 @@
-import type { Pool } from "pg";
+import type { SqlPool } from "./sql-pool.js";
+import { inTransaction, MIGRATION_LOCK } from "./transaction.js";
 
 /**
  * Forward-only migrations. Each runs once, in order, inside a transaction
@@ -86,13 +87,9 @@ const MIGRATIONS: readonly string[] = [
   "ALTER TABLE wh_notifications SET (fillfactor = 80)",
 ];
 
-const LOCK_KEY = 7_401_337;
-
-export async function migrate(pool: Pool): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
-    await client.query("SELECT pg_advisory_xact_lock($1)", [LOCK_KEY]);
+export async function migrate(pool: SqlPool): Promise<void> {
+  await inTransaction(pool, async (client) => {
+    await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
     await client.query("CREATE TABLE IF NOT EXISTS wh_schema_version (version integer NOT NULL)");
     const { rows } = await client.query<{ version: number }>("SELECT max(version) AS version FROM wh_schema_version");
     const current = rows[0]?.version ?? 0;
@@ -100,11 +97,5 @@ export async function migrate(pool: Pool): Promise<void> {
       await client.query(MIGRATIONS[version - 1] as string);
       await client.query("INSERT INTO wh_schema_version (version) VALUES ($1)", [version]);
     }
-    await client.query("COMMIT");
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }

@@ -1,8 +1,9 @@
-import type { Pool } from "pg";
 import { Coalescer } from "../../coalescer.js";
 import type { Subscription } from "../../domain/model.js";
+import { SUBSCRIPTION_DELETED } from "../../domain/model.js";
 import type { Cursor, SubscriptionStore } from "../../domain/ports.js";
 import { isDataError, optional } from "./rows.js";
+import type { SqlPool } from "./sql-pool.js";
 
 export interface SubscriptionRow {
   id: string;
@@ -96,7 +97,7 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     { splitOn: isDataError },
   );
 
-  constructor(private readonly pool: Pool) {}
+  constructor(private readonly pool: SqlPool) {}
 
   async insert(s: Subscription): Promise<void> {
     await this.pool.query(
@@ -150,7 +151,15 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
   async delete(id: string): Promise<boolean> {
     const { rows } = await this.pool.query<{ deleted: boolean }>(
       `WITH gone AS (DELETE FROM wh_subscriptions WHERE id = $1 RETURNING id),
-            notifications AS (DELETE FROM wh_notifications WHERE subscription_id = $1 AND EXISTS (SELECT 1 FROM gone))
+            ended AS (
+              UPDATE wh_notifications SET status = 'failed', attempt_count = attempt_count + 1, updated_at = now()
+              WHERE subscription_id = $1 AND status = 'pending' AND EXISTS (SELECT 1 FROM gone)
+              RETURNING id, attempt_count - 1 AS attempt
+            ),
+            recorded AS (
+              INSERT INTO wh_delivery_attempts (notification_id, attempt, started_at, duration_ms, error, succeeded)
+              SELECT id, attempt, now(), 0, '${SUBSCRIPTION_DELETED}', false FROM ended
+            )
        SELECT EXISTS (SELECT 1 FROM gone) AS deleted`,
       [id],
     );

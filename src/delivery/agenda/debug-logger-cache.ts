@@ -9,6 +9,11 @@ import { createRequire } from "node:module";
  * A child keeps the `log` function its parent had when it was first made;
  * nothing in our dependencies sets one. main.ts imports this first, before
  * anything loads `debug`.
+ *
+ * This patches an internal of `debug` (its `init` hook, called for every
+ * logger it makes), so `debug` is pinned to an exact version in
+ * package.json, and test/delivery/debug-logger-cache.test.ts fails if the
+ * hook is no longer called or loggers stop being shared.
  */
 process.env.DEBUG_COLORS ??= process.stderr.isTTY ? "yes" : "no";
 

@@ -1,0 +1,99 @@
+import type { Notification } from "../../domain/model.js";
+import type { FeedJob, JobSource } from "../job-source.js";
+
+/**
+ * One notification's job, as Agenda keeps it: when its next attempt is
+ * due, who holds it, and how its runs went. Its id is the notification's
+ * (the `X-JobId` receivers see).
+ */
+export interface StoredJob {
+  readonly id: string;
+  /** See endpoint.ts. */
+  readonly endpoint: string;
+  readonly clientId: string;
+  /** When the next run is due; null: none is scheduled. */
+  nextRunAt: Date | null;
+  lockedAt?: Date;
+  lastModifiedBy?: string;
+  lastRunAt?: Date;
+  lastFinishedAt?: Date;
+  failCount?: number;
+  failReason?: string;
+  failedAt?: Date;
+}
+
+/** A job this instance holds the lock of. */
+export type LockedJob = StoredJob & FeedJob & { lockedAt: Date };
+
+/**
+ * What a run of a job writes as it ends with a next run due (a retry, or
+ * the same attempt again after an interrupted one): its schedule and how it
+ * went, releasing its lock. Written only while the job still has
+ * `heldLock`: a run that outlived its lock (another instance took the job
+ * over) changes nothing.
+ */
+export interface JobState {
+  readonly id: string;
+  readonly heldLock: Date;
+  nextRunAt: Date;
+  lastRunAt?: Date;
+  lastFinishedAt?: Date;
+  failCount?: number;
+  failReason?: string;
+  failedAt?: Date;
+}
+
+/** A lock a run holds (`heldLock`), to be moved to `lockedAt`. */
+export interface LockRenewal {
+  readonly id: string;
+  readonly heldLock: Date;
+  readonly lockedAt: Date;
+}
+
+/** A notification to accept, with the endpoint its deliveries go to. */
+export interface NewDelivery {
+  notification: Notification;
+  endpoint: string;
+}
+
+/** Counts for status reports: jobs due now and unlocked, due later, and locked by someone. */
+export interface JobCounts {
+  due: number;
+  scheduled: number;
+  locked: number;
+}
+
+/**
+ * Where delivery jobs live, next to the notifications they deliver (one
+ * implementation per database). Accepting a notification and queueing its
+ * first attempt are one write, so an accepted notification always has a
+ * job until it is delivered or has failed for good.
+ */
+export interface DeliveryJobStore extends JobSource<LockedJob> {
+  /** Creates what the store needs (tables, indexes), and takes over jobs an older version left behind. */
+  prepare(): Promise<void>;
+  /**
+   * Stores the notifications, each with a job due now, in one durable
+   * commit. `lockFor`, asked once as the write goes out with every job it
+   * carries (concurrent calls share one write), answers which to insert
+   * already locked for this instance; those are returned.
+   */
+  insert(deliveries: readonly NewDelivery[], lockFor: (deliveries: readonly NewDelivery[]) => boolean[]): Promise<LockedJob[]>;
+  /**
+   * As `insert` (nothing locked), once per client and idempotency key: a
+   * repeated key stores nothing and answers the ids the first call stored.
+   */
+  insertOnce(clientId: string, key: string, deliveries: readonly NewDelivery[]): Promise<{ ids: string[]; duplicate: boolean }>;
+  /**
+   * Moves each lock forward, changing nothing else (a run's schedule stays
+   * as stored until it ends); answers, per job, whether it still had its
+   * held lock (and was renewed).
+   */
+  renew(renewals: readonly LockRenewal[]): Promise<boolean[]>;
+  /** Writes each ended run's state and releases its lock; answers, per job, whether it still had its held lock (and was written). */
+  save(states: readonly JobState[]): Promise<boolean[]>;
+  /** Deletes the jobs that still have their held lock; answers their ids. */
+  remove(jobs: ReadonlyArray<{ id: string; heldLock: Date }>): Promise<string[]>;
+  get(id: string): Promise<StoredJob | undefined>;
+  counts(): Promise<JobCounts>;
+}

@@ -1,0 +1,336 @@
+import { Coalescer } from "../../coalescer.js";
+import { INSERT_NOTIFICATIONS, insertParameters } from "../../store/postgres/notifications.js";
+import { isDataError } from "../../store/postgres/rows.js";
+import type { SqlPool } from "../../store/postgres/sql-pool.js";
+import { inTransaction } from "../../store/postgres/transaction.js";
+import type { LockedBatch, LockRequest } from "../job-source.js";
+import type { DeliveryJobStore, JobCounts, JobState, LockedJob, LockRenewal, NewDelivery, StoredJob } from "./delivery-job-store.js";
+import { prepareJobTable } from "./postgres-job-schema.js";
+
+interface JobRow {
+  id: string;
+  endpoint: string;
+  client_id: string;
+  next_run_at: Date | null;
+  locked_at: Date | null;
+  locked_by: string | null;
+  last_run_at: Date | null;
+  last_finished_at: Date | null;
+  fail_count: number;
+  fail_reason: string | null;
+  failed_at: Date | null;
+}
+
+function toJob(row: JobRow): StoredJob {
+  const job: StoredJob = {
+    id: row.id,
+    endpoint: row.endpoint,
+    clientId: row.client_id,
+    nextRunAt: row.next_run_at,
+    failCount: row.fail_count,
+  };
+  if (row.locked_at) job.lockedAt = row.locked_at;
+  if (row.locked_by) job.lastModifiedBy = row.locked_by;
+  if (row.last_run_at) job.lastRunAt = row.last_run_at;
+  if (row.last_finished_at) job.lastFinishedAt = row.last_finished_at;
+  if (row.fail_reason !== null) job.failReason = row.fail_reason;
+  if (row.failed_at) job.failedAt = row.failed_at;
+  return job;
+}
+
+/** A lock window reads this many due rows per job it may take (rows over a budget are skipped, not taken). */
+const SCAN_PER_JOB = 2;
+
+/**
+ * Locks due jobs ($1 limit, $2 scan window) for $3 (owner) at $4 (lock
+ * time), oldest due first, and jobs whose lock is older than $5 (their
+ * holder is presumed dead). Each endpoint gets at most its budget (the
+ * arrays $6/$7, else $8), then each client at most its own ($9/$10, else
+ * $11) among what its endpoints' budgets let through. Endpoints and clients
+ * with a budget of 0 are left out ($12, $13); the due scan still reads
+ * their rows (the index is ordered by due time alone), which costs about a
+ * microsecond per row. Due rows and expired locks are looked up apart, each
+ * on its own index: as one OR, the planner reads and sorts every due row.
+ *
+ * The scans read without locking: only the rows chosen are locked, skipping
+ * those another instance is locking at the same moment, and checked again
+ * (still due and unlocked, or still expired) once locked, so that two
+ * instances never take one job. Locking every row scanned would write each
+ * of them, twice, for the many a budget passes over.
+ *
+ * Besides the locked rows the statement answers how many due rows the
+ * window read (a full window: more may be due) and which endpoints and
+ * clients had due rows their budget passed over.
+ */
+export const LOCK_DUE = `
+  WITH due AS (
+    SELECT id, endpoint, client_id, next_run_at FROM wh_delivery_jobs
+    WHERE locked_at IS NULL AND next_run_at <= GREATEST($4::timestamptz, now())
+      AND endpoint <> ALL($12::text[]) AND client_id <> ALL($13::text[])
+    ORDER BY next_run_at
+    LIMIT $2
+  ), expired AS (
+    SELECT id, endpoint, client_id, next_run_at FROM wh_delivery_jobs
+    WHERE locked_at <= $5 AND endpoint <> ALL($12::text[]) AND client_id <> ALL($13::text[])
+    ORDER BY locked_at
+    LIMIT $1
+  ), by_endpoint AS (
+    SELECT c.*, row_number() OVER (PARTITION BY c.endpoint ORDER BY c.next_run_at, c.id) <= COALESCE(e.budget, $8) AS endpoint_within
+    FROM (SELECT * FROM due UNION ALL SELECT * FROM expired) AS c
+    LEFT JOIN unnest($6::text[], $7::int[]) AS e (endpoint, budget) ON e.endpoint = c.endpoint
+  ), by_client AS (
+    SELECT w.id, w.client_id, w.next_run_at,
+           row_number() OVER (PARTITION BY w.client_id ORDER BY w.next_run_at, w.id) <= COALESCE(b.budget, $11) AS client_within
+    FROM by_endpoint AS w
+    LEFT JOIN unnest($9::text[], $10::int[]) AS b (client_id, budget) ON b.client_id = w.client_id
+    WHERE w.endpoint_within
+  ), chosen AS (
+    SELECT id FROM wh_delivery_jobs
+    WHERE id = ANY(ARRAY(SELECT id FROM by_client WHERE client_within ORDER BY next_run_at NULLS FIRST, id LIMIT $1))
+      AND ((locked_at IS NULL AND next_run_at <= GREATEST($4::timestamptz, now())) OR locked_at <= $5)
+    FOR UPDATE SKIP LOCKED
+  ), locked AS (
+    UPDATE wh_delivery_jobs SET locked_at = $4, locked_by = $3, next_run_at = COALESCE(next_run_at, $4)
+    WHERE id IN (SELECT id FROM chosen)
+    RETURNING *
+  )
+  SELECT (SELECT count(*) FROM due)::int AS scanned,
+         ARRAY(SELECT DISTINCT endpoint FROM by_endpoint WHERE NOT endpoint_within) AS passed_endpoints,
+         ARRAY(SELECT DISTINCT client_id FROM by_client WHERE NOT client_within) AS passed_clients,
+         locked.*
+  FROM (SELECT 1) AS one LEFT JOIN locked ON true`;
+
+/** Notifications and their jobs in one statement: the notification columns ($1…$10), then the jobs'. */
+const INSERT = `
+  WITH inserted AS (${INSERT_NOTIFICATIONS} RETURNING id, client_id),
+  input AS (SELECT * FROM unnest($11::text[], $12::text[], $13::bool[]) AS t (id, endpoint, locked))
+  INSERT INTO wh_delivery_jobs (id, endpoint, client_id, next_run_at, locked_at, locked_by)
+  SELECT i.id, input.endpoint, i.client_id, $14::timestamptz, CASE WHEN input.locked THEN $14::timestamptz END, CASE WHEN input.locked THEN $15 END
+  FROM inserted i JOIN input ON input.id = i.id
+  RETURNING *`;
+
+/** Each ended run's state, written only where the job still has the lock its run held ($2); the lock is released. */
+const SAVE = `
+  UPDATE wh_delivery_jobs AS j
+  SET next_run_at = t.next_run_at, locked_at = NULL, locked_by = NULL, last_run_at = t.last_run_at,
+      last_finished_at = t.last_finished_at, fail_count = t.fail_count, fail_reason = t.fail_reason, failed_at = t.failed_at
+  FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::timestamptz[], $6::int[], $7::text[],
+              $8::timestamptz[])
+    AS t (id, held_lock, next_run_at, last_run_at, last_finished_at, fail_count, fail_reason, failed_at)
+  WHERE j.id = t.id AND j.locked_at = t.held_lock
+  RETURNING j.id`;
+
+/** Locks moved forward, where the job still has the lock its run held. */
+const RENEW = `
+  UPDATE wh_delivery_jobs AS j SET locked_at = t.locked_at
+  FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS t (id, held_lock, locked_at)
+  WHERE j.id = t.id AND j.locked_at = t.held_lock
+  RETURNING j.id`;
+
+/** Which of `jobs` a statement answering the ids it touched touched. */
+function touched(jobs: ReadonlyArray<{ id: string }>, rows: ReadonlyArray<{ id: string }>): boolean[] {
+  const ids = new Set(rows.map((row) => row.id));
+  return jobs.map((job) => ids.has(job.id));
+}
+
+type Held = { id: string; heldLock: Date };
+type Insert = { deliveries: readonly NewDelivery[]; lockFor: (deliveries: readonly NewDelivery[]) => boolean[] };
+
+/**
+ * Delivery jobs in PostgreSQL (or embedded PGlite), in `wh_delivery_jobs`
+ * next to the notifications. Accepting goes through `api` (its commit waits
+ * for the disk: an accepted notification is durable before the answer);
+ * the jobs' own bookkeeping through `bookkeeping` (see open-store.ts).
+ * Statements of calls arriving together are shared (coalescer.ts).
+ */
+export class PostgresJobStore implements DeliveryJobStore {
+  readonly #inserts: Coalescer<Insert, LockedJob[]>;
+  readonly #saves: Coalescer<JobState, boolean>;
+  readonly #renewals: Coalescer<LockRenewal, boolean>;
+  readonly #removes: Coalescer<Held, boolean>;
+
+  constructor(
+    private readonly pools: { api: SqlPool; bookkeeping: SqlPool },
+    private readonly options: {
+      /** This instance's name: the holder of the locks it takes. */
+      owner: string;
+      /** A lock older than this is presumed dead, and its job taken by whoever asks. */
+      lockLifetimeMs: number;
+    },
+  ) {
+    this.#inserts = new Coalescer((calls) => this.#insert(calls), { splitOn: isDataError });
+    this.#saves = new Coalescer(
+      async (jobs) => {
+        const column = <T>(pick: (job: JobState) => T) => jobs.map(pick);
+        const { rows } = await pools.bookkeeping.query<{ id: string }>({
+          name: "wh-save-jobs",
+          text: SAVE,
+          values: [
+            column((job) => job.id),
+            column((job) => job.heldLock),
+            column((job) => job.nextRunAt),
+            column((job) => job.lastRunAt ?? null),
+            column((job) => job.lastFinishedAt ?? null),
+            column((job) => job.failCount ?? 0),
+            column((job) => job.failReason ?? null),
+            column((job) => job.failedAt ?? null),
+          ],
+        });
+        return touched(jobs, rows);
+      },
+      { splitOn: isDataError },
+    );
+    this.#renewals = new Coalescer(async (jobs) => {
+      const { rows } = await pools.bookkeeping.query<{ id: string }>({
+        name: "wh-renew-jobs",
+        text: RENEW,
+        values: [jobs.map((job) => job.id), jobs.map((job) => job.heldLock), jobs.map((job) => job.lockedAt)],
+      });
+      return touched(jobs, rows);
+    });
+    this.#removes = new Coalescer(async (jobs) => {
+      const { rows } = await pools.bookkeeping.query<{ id: string }>({
+        name: "wh-remove-jobs",
+        text: `DELETE FROM wh_delivery_jobs AS j USING unnest($1::text[], $2::timestamptz[]) AS t (id, held_lock)
+               WHERE j.id = t.id AND j.locked_at = t.held_lock RETURNING j.id`,
+        values: [jobs.map((job) => job.id), jobs.map((job) => job.heldLock)],
+      });
+      return touched(jobs, rows);
+    });
+  }
+
+  prepare(): Promise<void> {
+    return prepareJobTable(this.pools.api);
+  }
+
+  async lockDue(request: LockRequest): Promise<LockedBatch<LockedJob>> {
+    const lockedAt = new Date();
+    const scan = request.limit * SCAN_PER_JOB;
+    const endpoints = [...request.endpointBudgets];
+    const clients = [...request.clientBudgets];
+    const { rows } = await this.pools.bookkeeping.query<JobRow & { scanned: number; passed_endpoints: string[]; passed_clients: string[] }>(
+      {
+        name: "wh-lock-due",
+        text: LOCK_DUE,
+        values: [
+          request.limit,
+          scan,
+          this.options.owner,
+          lockedAt,
+          new Date(lockedAt.getTime() - this.options.lockLifetimeMs),
+          endpoints.map(([endpoint]) => endpoint),
+          endpoints.map(([, budget]) => budget),
+          request.defaultPerEndpoint,
+          clients.map(([clientId]) => clientId),
+          clients.map(([, budget]) => budget),
+          request.defaultPerClient,
+          endpoints.filter(([, budget]) => budget === 0).map(([endpoint]) => endpoint),
+          clients.filter(([, budget]) => budget === 0).map(([clientId]) => clientId),
+        ],
+      },
+    );
+    const jobs = rows
+      .filter((row) => row.id !== null)
+      .sort((a, b) => (a.next_run_at?.getTime() ?? 0) - (b.next_run_at?.getTime() ?? 0))
+      .map((row) => toJob(row) as LockedJob);
+    const first = rows[0];
+    return {
+      jobs,
+      drained: (first?.scanned ?? 0) < scan,
+      passedOver: { endpoints: first?.passed_endpoints ?? [], clients: first?.passed_clients ?? [] },
+    };
+  }
+
+  async unlock(jobs: readonly LockedJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.pools.bookkeeping.query({
+      name: "wh-unlock-jobs",
+      // A job handed back left without a schedule would never be due again: it is due now.
+      text: `UPDATE wh_delivery_jobs AS j SET locked_at = NULL, locked_by = NULL, next_run_at = COALESCE(j.next_run_at, now())
+             FROM unnest($1::text[], $2::timestamptz[]) AS t (id, locked_at)
+             WHERE j.id = t.id AND j.locked_at = t.locked_at`,
+      values: [jobs.map((job) => job.id), jobs.map((job) => job.lockedAt)],
+    });
+  }
+
+  insert(deliveries: readonly NewDelivery[], lockFor: (deliveries: readonly NewDelivery[]) => boolean[]): Promise<LockedJob[]> {
+    if (deliveries.length === 0) return Promise.resolve([]);
+    return this.#inserts.call({ deliveries, lockFor });
+  }
+
+  async #insert(calls: Insert[]): Promise<LockedJob[][]> {
+    const deliveries = calls.flatMap((call) => call.deliveries);
+    const locked = (calls[0] as Insert).lockFor(deliveries);
+    const { rows } = await this.pools.api.query<JobRow>({
+      name: "wh-insert-jobs",
+      text: INSERT,
+      values: [
+        ...insertParameters(deliveries.map((delivery) => delivery.notification)),
+        deliveries.map((delivery) => delivery.notification.id),
+        deliveries.map((delivery) => delivery.endpoint),
+        locked,
+        new Date(),
+        this.options.owner,
+      ],
+    });
+    const byId = new Map(rows.filter((row) => row.locked_at !== null).map((row) => [row.id, toJob(row) as LockedJob]));
+    return calls.map((call) => call.deliveries.flatMap((delivery) => byId.get(delivery.notification.id) ?? []));
+  }
+
+  async insertOnce(clientId: string, key: string, deliveries: readonly NewDelivery[]): Promise<{ ids: string[]; duplicate: boolean }> {
+    const ids = deliveries.map((delivery) => delivery.notification.id);
+    return inTransaction(this.pools.api, async (client) => {
+      // The primary key (client_id, key) decides; a concurrent twin waits here for the other's commit.
+      const claimed = await client.query(
+        "INSERT INTO wh_idempotency_keys (client_id, key, notification_ids, created_at) VALUES ($1, $2, $3, now()) ON CONFLICT DO NOTHING",
+        [clientId, key, ids],
+      );
+      if (claimed.rowCount === 0) {
+        const { rows } = await client.query<{ notification_ids: string[] }>(
+          "SELECT notification_ids FROM wh_idempotency_keys WHERE client_id = $1 AND key = $2",
+          [clientId, key],
+        );
+        return { ids: rows[0]?.notification_ids ?? [], duplicate: true };
+      }
+      if (deliveries.length > 0) {
+        await client.query(INSERT, [
+          ...insertParameters(deliveries.map((delivery) => delivery.notification)),
+          ids,
+          deliveries.map((delivery) => delivery.endpoint),
+          deliveries.map(() => false),
+          new Date(),
+          null,
+        ]);
+      }
+      return { ids, duplicate: false };
+    });
+  }
+
+  renew(renewals: readonly LockRenewal[]): Promise<boolean[]> {
+    return Promise.all(renewals.map((renewal) => this.#renewals.call(renewal)));
+  }
+
+  save(states: readonly JobState[]): Promise<boolean[]> {
+    return Promise.all(states.map((state) => this.#saves.call(state)));
+  }
+
+  async remove(jobs: readonly Held[]): Promise<string[]> {
+    const removed = await Promise.all(jobs.map((job) => this.#removes.call(job)));
+    return jobs.filter((_, i) => removed[i]).map((job) => job.id);
+  }
+
+  async get(id: string): Promise<StoredJob | undefined> {
+    const { rows } = await this.pools.bookkeeping.query<JobRow>("SELECT * FROM wh_delivery_jobs WHERE id = $1", [id]);
+    return rows[0] && toJob(rows[0]);
+  }
+
+  async counts(): Promise<JobCounts> {
+    const { rows } = await this.pools.bookkeeping.query<JobCounts>(
+      `SELECT count(*) FILTER (WHERE locked_at IS NULL AND next_run_at <= now())::int AS due,
+              count(*) FILTER (WHERE locked_at IS NULL AND next_run_at > now())::int AS scheduled,
+              count(*) FILTER (WHERE locked_at IS NOT NULL)::int AS locked
+       FROM wh_delivery_jobs`,
+    );
+    return rows[0] ?? { due: 0, scheduled: 0, locked: 0 };
+  }
+}

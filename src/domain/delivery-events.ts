@@ -1,0 +1,49 @@
+import type { DeliveryAttempt, Notification, NotificationStatus, Subscription } from "./model.js";
+
+/**
+ * What happens to notifications, as it happens: what metrics, traces and
+ * the live delivery stream observe. Observers are told after the fact and
+ * must not throw or block: they are called on the delivery path.
+ */
+export type DeliveryEvent =
+  /** Notifications were accepted (stored and queued), by a publish, a sample, a redelivery or a recovery. */
+  | { kind: "accepted"; at: Date; notifications: readonly Notification[] }
+  /** An attempt's request is about to go out. */
+  | { kind: "attempt-started"; at: Date; notification: Notification; subscription: Subscription; attempt: number }
+  /**
+   * An attempt ended and was recorded: `status` is the notification's status
+   * after it (`pending`: a retry follows; `delivered`; `failed`: for good).
+   * `subscription` is absent when it was deleted before the attempt.
+   */
+  | {
+      kind: "attempt-finished";
+      at: Date;
+      notification: Notification;
+      subscription?: Subscription;
+      attempt: DeliveryAttempt;
+      status: NotificationStatus;
+    }
+  /** A subscription was disabled by the service (410 Gone, or failing too long). */
+  | { kind: "subscription-disabled"; at: Date; subscription: Subscription; reason: string };
+
+export interface DeliveryObserver {
+  observe(event: DeliveryEvent): void;
+}
+
+/** One observer that tells each of `observers`; one that throws does not keep the others from hearing. */
+export function observeAll(observers: readonly DeliveryObserver[], onError: (error: unknown) => void): DeliveryObserver {
+  return {
+    observe(event) {
+      for (const observer of observers) {
+        try {
+          observer.observe(event);
+        } catch (error) {
+          onError(error);
+        }
+      }
+    },
+  };
+}
+
+/** Observes nothing. */
+export const noObserver: DeliveryObserver = { observe() {} };

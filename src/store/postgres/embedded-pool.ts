@@ -1,0 +1,101 @@
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { createPgConfig } from "@electric-sql/pglite/node-postgres";
+import pg, { type QueryConfig, type QueryResult, type QueryResultRow } from "pg";
+import type { SqlClient, SqlPool } from "./sql-pool.js";
+
+/**
+ * PGlite (PostgreSQL compiled to WebAssembly) under `dataDir`, in this
+ * process, behind the pool interface the SQL adapters use: the same `pg`
+ * client code runs embedded and against a server, through PGlite's own
+ * node-postgres connection (no socket, no second protocol hop).
+ *
+ * PGlite is one session, so this is one client and one statement at a
+ * time: a statement or a transaction (`connect()` … `release()`) waits for
+ * the one before it; a client released as broken has its transaction rolled
+ * back before the next one runs. A refused statement leaves the client as it was (a
+ * pool of pg's would throw the connection away, and the next client on the
+ * same session would find the last one's prepared statements and pending
+ * messages in its way); there is no connection to lose.
+ */
+export class EmbeddedPool implements SqlPool {
+  /** Resolves when the statement or transaction before the next one is done. */
+  #turn: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  private constructor(
+    private readonly db: PGlite,
+    private readonly client: pg.Client,
+  ) {}
+
+  /** Opens (or creates) the database under `dataDir` and applies `settings` (e.g. `enable_seqscan=off`) to its session. */
+  static async open(dataDir: string, settings: readonly string[], onError: (error: Error) => void): Promise<EmbeddedPool> {
+    const directory = join(dataDir, "pglite");
+    await mkdir(directory, { recursive: true });
+    const db = await PGlite.create(directory);
+    const client = new pg.Client(createPgConfig(db));
+    client.on("error", onError);
+    try {
+      await client.connect();
+      for (const setting of settings) await client.query(`SET ${setting}`);
+    } catch (error) {
+      await db.close();
+      throw error;
+    }
+    return new EmbeddedPool(db, client);
+  }
+
+  query<R extends QueryResultRow = QueryResultRow>(config: string | QueryConfig, values?: unknown[]): Promise<QueryResult<R>> {
+    return this.#inTurn(() => this.client.query<R>(config as QueryConfig, values));
+  }
+
+  async connect(): Promise<SqlClient> {
+    let done: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    const previous = this.#turn;
+    this.#turn = previous.then(() => held);
+    await previous;
+    if (this.#closed) {
+      done();
+      throw new Error("the embedded database is closed");
+    }
+    let released = false;
+    return {
+      query: <R extends QueryResultRow>(config: string | QueryConfig, values?: unknown[]) =>
+        this.client.query<R>(config as QueryConfig, values),
+      release: (broken?: boolean | Error) => {
+        if (released) return;
+        released = true;
+        // Whatever its holder left open ends here, before the next turn begins (outside a transaction this does nothing).
+        if (broken) void this.client.query("ROLLBACK").then(done, done);
+        else done();
+      },
+    };
+  }
+
+  async end(): Promise<void> {
+    await this.#inTurn(async () => {
+      this.#closed = true;
+      await this.client.end();
+      await this.db.close();
+    });
+  }
+
+  async #inTurn<T>(run: () => Promise<T>): Promise<T> {
+    const previous = this.#turn;
+    let done: () => void = () => {};
+    this.#turn = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    await previous;
+    try {
+      if (this.#closed) throw new Error("the embedded database is closed");
+      return await run();
+    } finally {
+      done();
+    }
+  }
+}

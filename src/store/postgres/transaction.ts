@@ -1,0 +1,27 @@
+import type { SqlClient, SqlPool } from "./sql-pool.js";
+
+/**
+ * Runs `work` as one transaction on one connection: committed when it
+ * resolves, rolled back when it throws. A connection whose work failed is
+ * given back as broken, so no half-open transaction passes on to the next
+ * user (on the embedded store, the one session everyone shares).
+ */
+export async function inTransaction<T>(pool: SqlPool, work: (client: SqlClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let failed = false;
+  try {
+    await client.query("BEGIN");
+    const result = await work(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    failed = true;
+    await client.query("ROLLBACK").catch(() => {});
+    throw error;
+  } finally {
+    client.release(failed);
+  }
+}
+
+/** Transactions that change the schema take turns on this advisory lock: instances starting together don't race. */
+export const MIGRATION_LOCK = 7_401_337;

@@ -1,0 +1,354 @@
+import test, { type ExecutionContext } from "ava";
+import pg from "pg";
+import { pino } from "pino";
+import { loadConfig } from "../../src/config.js";
+import { createJobStore } from "../../src/delivery/agenda/create-delivery-engine.js";
+import type { LockedJob, NewDelivery } from "../../src/delivery/agenda/delivery-job-store.js";
+import { LOCK_DUE } from "../../src/delivery/agenda/postgres-job-store.js";
+import type { LockRequest } from "../../src/delivery/job-source.js";
+import { newId } from "../../src/domain/ids.js";
+import type { Notification, Subscription } from "../../src/domain/model.js";
+import { type OpenStore, openStore, STABLE_PLANS, withSettings } from "../../src/store/open-store.js";
+import { FAST_TEST_ENV } from "../helpers/service.js";
+import { planOf, type StoreTarget, storeTargets } from "../helpers/stores.js";
+
+/**
+ * The delivery job store's contract, run against every database: what the
+ * engine's feed and Agenda's repository rely on.
+ */
+const log = pino({ level: "silent" });
+
+async function openJobs(t: ExecutionContext, target: StoreTarget, owner = "instance-1", lockLifetimeMs = 30_000) {
+  const created = await target.create();
+  const opened = await openStore(loadConfig({ ...FAST_TEST_ENV, ...created.env }).store, log);
+  t.teardown(async () => {
+    await opened.close();
+    await created.cleanup();
+  });
+  const jobs = createJobStore(opened.database, { owner, lockLifetimeMs });
+  await jobs.prepare();
+  const client = await opened.store.clients.ensureWithKey("jobs", newId("cli"));
+  return { opened, jobs, clientId: client.id, databaseUrl: created.env.DATABASE_URL };
+}
+
+async function subscribe(opened: OpenStore, clientId: string, url = "https://receiver.example/hook"): Promise<Subscription> {
+  const at = new Date();
+  const subscription: Subscription = {
+    id: newId("sub"),
+    clientId,
+    event: "Order.Created",
+    url,
+    description: "",
+    enabled: true,
+    publicKeyPem: "pem",
+    privateKeyPem: "sealed",
+    createdAt: at,
+    updatedAt: at,
+  };
+  await opened.store.subscriptions.insert(subscription);
+  return subscription;
+}
+
+function deliveries(
+  subscription: Subscription,
+  count: number,
+  endpoint = `${subscription.clientId} https://receiver.example`,
+): NewDelivery[] {
+  const at = new Date();
+  return Array.from({ length: count }, (): NewDelivery => {
+    const notification: Notification = {
+      id: newId("ntf"),
+      subscriptionId: subscription.id,
+      clientId: subscription.clientId,
+      event: "Order.Created",
+      body: "{}",
+      status: "pending",
+      attemptCount: 0,
+      createdAt: at,
+      updatedAt: at,
+    };
+    return { notification, endpoint };
+  });
+}
+
+const unlocked = (all: readonly NewDelivery[]) => all.map(() => false);
+
+function request(limit: number, overrides: Partial<LockRequest> = {}): LockRequest {
+  return { limit, endpointBudgets: new Map(), clientBudgets: new Map(), defaultPerEndpoint: 1000, defaultPerClient: 1000, ...overrides };
+}
+
+for (const target of storeTargets()) {
+  test(`${target.name}: accepting stores each notification with a due job; those asked for go in locked and come back`, async (t) => {
+    const { opened, jobs, clientId } = await openJobs(t, target);
+    const subscription = await subscribe(opened, clientId);
+    const first = deliveries(subscription, 3);
+    const second = deliveries(subscription, 2);
+    const before = Date.now();
+    // Concurrent calls may share one write: lockFor sees all of its deliveries at once.
+    const [a, b] = await Promise.all([
+      jobs.insert(first, (all) => all.map((_, i) => i < 2)),
+      jobs.insert(second, (all) => all.map((_, i) => i < 2)),
+    ]);
+    const locked = [...a, ...b];
+    t.true(locked.length >= 2 && locked.length <= 4);
+    for (const job of locked) {
+      t.true(job.lockedAt.getTime() >= before - 1000);
+      const stored = await jobs.get(job.id);
+      t.is(stored?.lockedAt?.getTime(), job.lockedAt.getTime());
+      t.is(stored?.lastModifiedBy, "instance-1");
+      t.is(stored?.endpoint, job.endpoint);
+    }
+    for (const delivery of [...first, ...second]) {
+      t.is((await opened.store.notifications.get(delivery.notification.id))?.status, "pending");
+      const job = await jobs.get(delivery.notification.id);
+      t.truthy(job?.nextRunAt, "due");
+      t.is(job?.clientId, clientId);
+    }
+    t.deepEqual(await jobs.insert([], unlocked), []);
+    t.like(await jobs.counts(), { due: 5 - locked.length, locked: locked.length });
+  });
+
+  test(`${target.name}: a lock takes due jobs oldest first, within each endpoint's and client's budget, and says when more are due`, async (t) => {
+    const { opened, jobs, clientId } = await openJobs(t, target);
+    const subscription = await subscribe(opened, clientId);
+    const other = (await opened.store.clients.ensureWithKey("other", newId("cli"))).id;
+    const otherSubscription = await subscribe(opened, other);
+    const hung = deliveries(subscription, 30, `${clientId} https://hung.example`);
+    await jobs.insert(hung, unlocked);
+    await jobs.insert(deliveries(subscription, 5, `${clientId} https://fine.example`), unlocked);
+    await jobs.insert(deliveries(otherSubscription, 5), unlocked);
+
+    // The hung endpoint has no budget: its jobs are neither taken nor counted.
+    const fair = await jobs.lockDue(
+      request(100, { endpointBudgets: new Map([[`${clientId} https://hung.example`, 0]]), defaultPerEndpoint: 3 }),
+    );
+    t.is(fair.jobs.length, 6, "three of each other endpoint");
+    t.false(fair.jobs.some((job) => job.endpoint.endsWith("hung.example")));
+    t.true(fair.drained, "nothing else eligible was due");
+    for (const job of fair.jobs) t.is((await jobs.get(job.id))?.lockedAt?.getTime(), job.lockedAt.getTime());
+
+    const capped = await jobs.lockDue(request(100, { clientBudgets: new Map([[clientId, 4]]), defaultPerClient: 100 }));
+    t.is(capped.jobs.filter((job) => job.clientId === clientId).length, 4, "the client's budget across its endpoints");
+    t.is(capped.jobs.filter((job) => job.clientId === other).length, 2, "the rest of the other client's");
+
+    const window = await jobs.lockDue(request(5));
+    t.is(window.jobs.length, 5);
+    t.false(window.drained, "a full window: more may be due");
+    const sorted = [...window.jobs].sort((x, y) => (x.nextRunAt?.getTime() ?? 0) - (y.nextRunAt?.getTime() ?? 0));
+    t.deepEqual(window.jobs, sorted, "oldest due first");
+  });
+
+  test(`${target.name}: two instances locking at once never take the same job; a dead holder's lock expires`, async (t) => {
+    const { opened, jobs, clientId } = await openJobs(t, target, "instance-1", 60_000);
+    const second = createJobStore(opened.database, { owner: "instance-2", lockLifetimeMs: 60_000 });
+    // A third instance that presumes a holder dead after a second.
+    const impatient = createJobStore(opened.database, { owner: "instance-3", lockLifetimeMs: 1_000 });
+    const subscription = await subscribe(opened, clientId);
+    await jobs.insert(deliveries(subscription, 40), unlocked);
+    const ids: string[] = [];
+    // Rows one statement reads but leaves are skipped by the other until it ends: lock until all are held.
+    for (let round = 0; round < 10 && ids.length < 40; round++) {
+      const [a, b] = await Promise.all([jobs.lockDue(request(25)), second.lockDue(request(25))]);
+      ids.push(...[...a.jobs, ...b.jobs].map((job) => job.id));
+    }
+    t.is(new Set(ids).size, ids.length, "no job twice");
+    t.is(ids.length, 40);
+    t.deepEqual((await jobs.lockDue(request(10))).jobs, [], "all held");
+    // Past its lock lifetime, a lock is presumed dead and its job is taken.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const taken = await impatient.lockDue(request(100));
+    t.is(taken.jobs.length, 40, "every expired lock");
+    t.true(taken.jobs.every((job) => job.lastModifiedBy === "instance-3"));
+  });
+
+  test(`${target.name}: expired locks of an endpoint with no budget are left for later, not in the way of others'`, async (t) => {
+    const { opened, jobs, clientId } = await openJobs(t, target, "instance-1", 60_000);
+    const impatient = createJobStore(opened.database, { owner: "instance-2", lockLifetimeMs: 1_000 });
+    const subscription = await subscribe(opened, clientId);
+    const hung = `${clientId} https://hung.example`;
+    const other = `${clientId} https://other.example`;
+    await jobs.insert(deliveries(subscription, 20, hung), unlocked);
+    await jobs.insert(deliveries(subscription, 5, other), unlocked);
+    t.is((await jobs.lockDue(request(25))).jobs.length, 25);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    // The hung endpoint's expired locks come first and would fill a window of 5.
+    const taken = await impatient.lockDue(request(5, { endpointBudgets: new Map([[hung, 0]]) }));
+    t.deepEqual(
+      taken.jobs.map((job) => job.endpoint),
+      Array(5).fill(other),
+    );
+  });
+
+  test(`${target.name}: unlock, renew, save and remove act only while the job still has the lock they name`, async (t) => {
+    const { opened, jobs, clientId } = await openJobs(t, target);
+    const subscription = await subscribe(opened, clientId);
+    await jobs.insert(deliveries(subscription, 4), unlocked);
+    const { jobs: locked } = await jobs.lockDue(request(4));
+    const [first, second, third, fourth] = locked as [LockedJob, LockedJob, LockedJob, LockedJob];
+    const stale = (job: LockedJob) => new Date(job.lockedAt.getTime() - 5000);
+    await jobs.unlock([first, { ...second, lockedAt: stale(second) }]);
+    t.is((await jobs.get(first.id))?.lockedAt, undefined);
+    t.is((await jobs.get(second.id))?.lockedAt?.getTime(), second.lockedAt.getTime(), "a lock taken since is kept");
+
+    // A run that ends: its retry is scheduled and its lock released.
+    const retryAt = new Date(Date.now() + 60_000);
+    const state = {
+      id: third.id,
+      heldLock: third.lockedAt,
+      nextRunAt: retryAt,
+      failCount: 1,
+      failReason: "receiver answered 500",
+      failedAt: new Date(),
+    };
+    t.deepEqual(await jobs.save([{ ...state, heldLock: stale(third) }]), [false], "a run that lost its lock writes nothing");
+    t.is((await jobs.get(third.id))?.lockedAt?.getTime(), third.lockedAt.getTime());
+    t.deepEqual(await jobs.save([state]), [true]);
+    const stored = await jobs.get(third.id);
+    t.like(stored, { failCount: 1, failReason: "receiver answered 500" });
+    t.is(stored?.nextRunAt?.getTime(), retryAt.getTime());
+    t.is(stored?.lockedAt, undefined);
+    t.deepEqual(await jobs.save([state]), [false], "its lock is released: written once");
+    // A run that renews its lock (Agenda's touch), then finishes under the new one; the renewal moves the lock alone.
+    const renewed = new Date(fourth.lockedAt.getTime() + 1000);
+    const scheduled = (await jobs.get(fourth.id))?.nextRunAt?.getTime();
+    t.deepEqual(await jobs.renew([{ id: fourth.id, heldLock: stale(fourth), lockedAt: renewed }]), [false], "not a lock it lost");
+    t.deepEqual(await jobs.renew([{ id: fourth.id, heldLock: fourth.lockedAt, lockedAt: renewed }]), [true]);
+    const renewedJob = await jobs.get(fourth.id);
+    t.is(renewedJob?.lockedAt?.getTime(), renewed.getTime());
+    t.is(renewedJob?.nextRunAt?.getTime(), scheduled, "its schedule stays as stored");
+    t.like(await jobs.counts(), { due: 1, scheduled: 1, locked: 2 });
+
+    t.deepEqual(await jobs.remove([{ id: fourth.id, heldLock: fourth.lockedAt }]), [], "not under the lock it renewed away from");
+    t.deepEqual(
+      await jobs.remove([
+        { id: fourth.id, heldLock: renewed },
+        { id: newId("ntf"), heldLock: renewed },
+      ]),
+      [fourth.id],
+    );
+    t.is(await jobs.get(fourth.id), undefined);
+    t.deepEqual(await jobs.save([{ id: fourth.id, heldLock: renewed, nextRunAt: new Date() }]), [false], "a removed job is not saved back");
+    t.is((await opened.store.notifications.get(fourth.id))?.id, fourth.id, "the notification stays");
+  });
+
+  test(`${target.name}: an idempotency key stores once, also for concurrent twins; keys are per client`, async (t) => {
+    const { opened, jobs, clientId } = await openJobs(t, target);
+    const subscription = await subscribe(opened, clientId);
+    const batch = deliveries(subscription, 2);
+    const first = await jobs.insertOnce(clientId, "key-1", batch);
+    t.deepEqual(first, { ids: batch.map((d) => d.notification.id), duplicate: false });
+    for (const delivery of batch) t.truthy(await jobs.get(delivery.notification.id), "queued");
+    const replay = await jobs.insertOnce(clientId, "key-1", deliveries(subscription, 1));
+    t.deepEqual(replay, { ids: first.ids, duplicate: true });
+    const other = (await opened.store.clients.ensureWithKey("someone else", newId("cli"))).id;
+    t.false((await jobs.insertOnce(other, "key-1", [])).duplicate, "keys are per client");
+    const [a, b] = await Promise.all([
+      jobs.insertOnce(clientId, "key-2", deliveries(subscription, 1)),
+      jobs.insertOnce(clientId, "key-2", deliveries(subscription, 1)),
+    ]);
+    t.deepEqual(a.ids, b.ids, "concurrent twins agree");
+    t.not(a.duplicate, b.duplicate);
+    t.like(await jobs.counts(), { due: 3, locked: 0 });
+  });
+}
+
+// SQL stores: an older version's jobs (Agenda's own table) and notifications it accepted but never queued are
+// taken over at start; a job left without a schedule is due again.
+for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
+  test(`${target.name}: jobs an older version left behind are taken over at start`, async (t) => {
+    const { opened, clientId } = await openJobs(t, target);
+    if (opened.database.kind !== "postgres") return t.fail("a SQL target");
+    const subscription = await subscribe(opened, clientId, "HTTPS://Receiver.Example:8443/hook?x=1");
+    const [queued, unqueued, done] = deliveries(subscription, 3).map((d) => d.notification) as [Notification, Notification, Notification];
+    const pool = opened.database.api;
+    const insert = `INSERT INTO wh_notifications (id, subscription_id, client_id, event, body, status, attempt_count, scheduled, created_at, updated_at)
+                    VALUES ($1, $2, $3, 'Order.Created', '{}', $4, 0, $5, now(), now())`;
+    await pool.query(insert, [queued.id, subscription.id, clientId, "pending", true]);
+    await pool.query(insert, [unqueued.id, subscription.id, clientId, "pending", false]);
+    await pool.query(insert, [done.id, subscription.id, clientId, "delivered", true]);
+    await pool.query(`CREATE TABLE agenda_jobs (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), name text NOT NULL, next_run_at timestamptz,
+                      fail_count int, data jsonb)`);
+    const retryAt = new Date(Date.now() + 600_000);
+    await pool.query("INSERT INTO agenda_jobs (name, next_run_at, fail_count, data) VALUES ('deliver-notification', $1, 2, $2)", [
+      retryAt,
+      { notificationId: queued.id },
+    ]);
+    const jobs = createJobStore(opened.database, { owner: "upgraded", lockLifetimeMs: 30_000 });
+    await jobs.prepare();
+    await jobs.prepare(); // and again at the next start: nothing twice
+    const kept = await jobs.get(queued.id);
+    t.is(kept?.nextRunAt?.getTime(), retryAt.getTime(), "a scheduled retry stays scheduled");
+    t.is(kept?.failCount, 2);
+    t.is(kept?.endpoint, `${clientId} https://receiver.example:8443`);
+    t.truthy((await jobs.get(unqueued.id))?.nextRunAt, "an unqueued one is due now");
+    t.is(await jobs.get(done.id), undefined, "a delivered one needs no job");
+    const { rows } = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM agenda_jobs");
+    t.is(rows[0]?.n, 0);
+  });
+
+  test(`${target.name}: a job left without a schedule is due again, once handed back or at the next start`, async (t) => {
+    const { opened, jobs, clientId } = await openJobs(t, target);
+    if (opened.database.kind !== "postgres") return t.fail("a SQL target");
+    const subscription = await subscribe(opened, clientId);
+    await jobs.insert(deliveries(subscription, 2), unlocked);
+    const [handedBack, released] = (await jobs.lockDue(request(2))).jobs as [LockedJob, LockedJob];
+    const pool = opened.database.api;
+    await pool.query("UPDATE wh_delivery_jobs SET next_run_at = NULL");
+    await pool.query("UPDATE wh_delivery_jobs SET locked_at = NULL, locked_by = NULL WHERE id = $1", [released.id]);
+    await jobs.unlock([handedBack]);
+    t.truthy((await jobs.get(handedBack.id))?.nextRunAt, "handed back: due now");
+    t.is((await jobs.get(released.id))?.nextRunAt, null);
+    await jobs.prepare();
+    t.truthy((await jobs.get(released.id))?.nextRunAt, "at the next start: due now");
+    t.is((await jobs.lockDue(request(10))).jobs.length, 2);
+  });
+}
+
+// The lock statement, prepared while the table is empty as on a new database, keeps to its indexes once
+// 20 000 jobs wait: neither the due scan nor the expired-lock lookup may walk the whole backlog.
+for (const target of storeTargets().filter((t) => t.name === "postgres")) {
+  test(`${target.name}: the lock statement's one plan stays on its indexes as the backlog grows`, async (t) => {
+    const { opened, clientId, databaseUrl } = await openJobs(t, target);
+    if (!databaseUrl) return t.fail("a PostgreSQL target has a DATABASE_URL");
+    const subscription = await subscribe(opened, clientId);
+    const client = new pg.Client(withSettings(databaseUrl, STABLE_PLANS));
+    await client.connect();
+    t.teardown(() => client.end());
+    await client.query(`PREPARE lock_probe AS ${LOCK_DUE}`);
+    const args = `(256, 512, 'probe', now(), now() - interval '1 minute', '{}', '{}', 16, '{}', '{}', 64, '{}', '{}')`;
+    await client.query(`EXECUTE lock_probe${args}`);
+    await client.query(
+      `WITH n AS (
+         INSERT INTO wh_notifications (id, subscription_id, client_id, event, body, status, attempt_count, scheduled, created_at, updated_at)
+         SELECT 'ntf_' || lpad(to_hex(g), 32, '0'), $1, $2, 'Order.Created', '{}', 'pending', 0, true, now(), now()
+         FROM generate_series(1, 20000) AS g RETURNING id
+       )
+       INSERT INTO wh_delivery_jobs (id, endpoint, client_id, next_run_at) SELECT id, 'e', $2, now() - interval '1 hour' FROM n`,
+      [subscription.id, clientId],
+    );
+    const plan = await planOf(client, `EXECUTE lock_probe${args}`);
+    t.regex(plan, /wh_delivery_jobs_due_idx/, plan);
+    t.regex(plan, /wh_delivery_jobs_locked_idx/, plan);
+    t.notRegex(plan, /Seq Scan/, plan);
+  });
+}
+
+for (const target of storeTargets()) {
+  test(`${target.name}: a client's budget counts only what its endpoints' budgets let through`, async (t) => {
+    const { opened, jobs, clientId } = await openJobs(t, target);
+    const subscription = await subscribe(opened, clientId);
+    const slow = `${clientId} https://slow.example`;
+    const fast = `${clientId} https://fast.example`;
+    await jobs.insert(deliveries(subscription, 30, slow), unlocked);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await jobs.insert(deliveries(subscription, 10, fast), unlocked);
+    // The slow endpoint's older rows come first; its budget of 3 must not use up the client's 20.
+    const batch = await jobs.lockDue(
+      request(100, { endpointBudgets: new Map([[slow, 3]]), clientBudgets: new Map([[clientId, 20]]), defaultPerEndpoint: 100 }),
+    );
+    t.is(batch.jobs.filter((job) => job.endpoint === slow).length, 3);
+    t.is(batch.jobs.filter((job) => job.endpoint === fast).length, 10, "every job of the other endpoint, within the client's 20");
+    t.deepEqual(batch.passedOver.endpoints, [slow], "the slow endpoint's budget left jobs due");
+    t.deepEqual(batch.passedOver.clients, []);
+  });
+}

@@ -1,0 +1,79 @@
+import test from "ava";
+import pg from "pg";
+import { adminAuth, createClient } from "../helpers/admin.js";
+import { Receiver } from "../helpers/receiver.js";
+import { rest, startTestService } from "../helpers/service.js";
+import { storeTargets } from "../helpers/stores.js";
+
+const postgres = storeTargets().find((target) => target.name === "postgres");
+
+/** Polls `check` until it answers true; fails the test after `timeoutMs`. */
+async function eventually(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+if (postgres) {
+  test("postgres: the store's connections killed and refused under the scheduler: health goes 503 with the reason, then back to 200 by itself; nothing accepted is lost", async (t) => {
+    t.timeout(120_000);
+    const store = await postgres.create();
+    const database = new URL(store.env.DATABASE_URL as string).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: process.env.POSTGRES_URL });
+    await admin.connect();
+    const receiver = await Receiver.start(() => ({ status: 200, delayMs: 200 }));
+    const { service, baseUrl } = await startTestService({ ...store.env, SCHEDULER_POLL_MS: "100", DELIVERY_TIMEOUT_MS: "1000" });
+    t.teardown(async () => {
+      await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`).catch(() => {});
+      await service.stop();
+      await admin.end();
+      await receiver.close();
+      await store.cleanup();
+    });
+    const owner = await createClient(baseUrl, "Outage");
+    const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Shipped", url: receiver.url }, owner.auth);
+    t.is(created.status, 200, created.text);
+    const publish = (n: number) =>
+      rest(
+        baseUrl,
+        "POST",
+        "/api/internal/events/publish",
+        { clientId: owner.id, event: "Order.Shipped", payload: { OrderId: `o${n}` } },
+        adminAuth,
+      );
+    const accepted = new Set<string>();
+    for (let n = 0; n < 10; n++) for (const id of (await publish(n)).json.jobIds as string[]) accepted.add(id);
+    t.is((await rest(baseUrl, "GET", "/healthz")).status, 200);
+
+    // The database goes away while deliveries are in flight: every connection is cut and none may open.
+    await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS false`);
+    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", [database]);
+    let down: { status: number; json: Record<string, unknown> } = { status: 0, json: {} };
+    await eventually(
+      async () => {
+        down = await rest(baseUrl, "GET", "/healthz");
+        return down.status === 503;
+      },
+      15_000,
+      "/healthz did not report the outage",
+    );
+    t.is(down.json.status, "unavailable");
+    t.regex(String(down.json.reason), /cannot reach its store/);
+    t.is((await rest(baseUrl, "GET", "/livez")).status, 200, "alive all the same");
+    const refused = await publish(100);
+    t.is(refused.status, 503, refused.text);
+    t.is(refused.json.code, "unavailable");
+
+    // It comes back: health recovers by itself, and everything accepted before the outage is delivered.
+    await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`);
+    await eventually(async () => (await rest(baseUrl, "GET", "/healthz")).status === 200, 20_000, "/healthz did not recover");
+    for (let n = 10; n < 15; n++) for (const id of (await publish(n)).json.jobIds as string[]) accepted.add(id);
+    const delivered = () => new Set(receiver.requests.filter((r) => r.status === 200).map((r) => r.headers["x-jobid"] as string));
+    await eventually(async () => [...accepted].every((id) => delivered().has(id)), 60_000, "not every accepted notification was delivered");
+    t.is(accepted.size, 15);
+  });
+} else {
+  test.skip("postgres: set POSTGRES_URL to kill the store's connections under the scheduler", () => {});
+}

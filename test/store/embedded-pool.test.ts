@@ -1,0 +1,76 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import test from "ava";
+import { EmbeddedPool } from "../../src/store/postgres/embedded-pool.js";
+
+async function open(t: import("ava").ExecutionContext): Promise<EmbeddedPool> {
+  const dir = await mkdtemp(join(tmpdir(), "wh-embedded-"));
+  const pool = await EmbeddedPool.open(dir, ["enable_seqscan=off"], (error) => t.fail(`embedded database failed: ${error.message}`));
+  t.teardown(async () => {
+    await pool.end();
+    await rm(dir, { recursive: true, force: true });
+  });
+  await pool.query("CREATE TABLE items (id text PRIMARY KEY, n int NOT NULL)");
+  return pool;
+}
+
+test("a refused statement leaves the embedded session working, prepared statements included", async (t) => {
+  const pool = await open(t);
+  const insert = { name: "insert-item", text: "INSERT INTO items VALUES ($1, $2) RETURNING n" };
+  t.deepEqual((await pool.query({ ...insert, values: ["a", 1] })).rows, [{ n: 1 }]);
+  const results = await Promise.allSettled([
+    pool.query({ ...insert, values: ["a", 2] }),
+    pool.query({ ...insert, values: ["b", 2] }),
+    pool.query("SELECT 1 / 0"),
+    pool.query({ ...insert, values: ["c", 3] }),
+  ]);
+  t.deepEqual(
+    results.map((r) => r.status),
+    ["rejected", "fulfilled", "rejected", "fulfilled"],
+  );
+  t.is((results[0] as PromiseRejectedResult).reason.code, "23505");
+  // Many more, with the same named statement: no "already exists", no dropped connection.
+  for (let i = 0; i < 50; i++) await pool.query({ ...insert, values: [`x${i}`, i] });
+  t.is((await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM items")).rows[0]?.n, 53);
+  t.is((await pool.query<{ enable_seqscan: string }>("SHOW enable_seqscan")).rows[0]?.enable_seqscan, "off", "session settings hold");
+});
+
+test("a transaction has the session to itself: statements from elsewhere wait for its end", async (t) => {
+  const pool = await open(t);
+  const client = await pool.connect();
+  await client.query("BEGIN");
+  await client.query("INSERT INTO items VALUES ('inside', 1)");
+  let outsideDone = false;
+  const outside = pool.query("INSERT INTO items VALUES ('outside', 2)").then(() => {
+    outsideDone = true;
+  });
+  await client.query("SELECT pg_sleep(0.05)");
+  t.false(outsideDone, "waits while the transaction is open");
+  await client.query("ROLLBACK");
+  client.release();
+  client.release(); // twice is harmless
+  await outside;
+  t.deepEqual((await pool.query<{ id: string }>("SELECT id FROM items ORDER BY id")).rows, [{ id: "outside" }]);
+});
+
+test("closing waits for statements under way and refuses later ones with a clear error", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "wh-embedded-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const pool = await EmbeddedPool.open(dir, [], () => {});
+  const running = pool.query("SELECT 1 AS one");
+  await pool.end();
+  t.deepEqual((await running).rows, [{ one: 1 }]);
+  await t.throwsAsync(pool.query("SELECT 1"), { message: /embedded database is closed/ });
+  await t.throwsAsync(pool.connect(), { message: /embedded database is closed/ });
+});
+
+test("a client released as broken has what it left open rolled back before the next turn", async (t) => {
+  const pool = await open(t);
+  const client = await pool.connect();
+  await client.query("BEGIN");
+  await client.query("INSERT INTO items VALUES ('half-done', 1)");
+  client.release(new Error("its holder gave up mid-transaction"));
+  await pool.query("INSERT INTO items VALUES ('next', 2)");
+  t.deepEqual((await pool.query<{ id: string }>("SELECT id FROM items ORDER BY id")).rows, [{ id: "next" }]);
+});
