@@ -1,14 +1,17 @@
 # Build with the dev dependencies (TypeScript), then ship only dist and the production ones.
-FROM node:22-slim AS build
+# The Node that CI runs (.ci/run prints it); move both together.
+FROM node:20.20.2-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# npm install, not npm ci: the lock file omits other platforms' optional binaries, which npm ci rejects.
-RUN npm install --no-audit --no-fund
+# Exactly the lock file. The only install scripts are dev tools' (buf, esbuild,
+# protobufjs), which package.json's allowScripts turns off too.
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev
+# The service alone: npm run build would also build packages/*, which the image does not copy.
+RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev
 
-FROM node:22-slim
+FROM node:20.20.2-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 # package.json carries "type": "module", which dist/*.js needs.

@@ -1,0 +1,29 @@
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+import test from "ava";
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+test("examples/quickstart.sh, the README's quick start, runs end to end", async (t) => {
+  t.timeout(240_000);
+  const env = { ...process.env, PORT: String(await freePort()), RECEIVER_PORT: String(await freePort()) };
+  const child = spawn("bash", ["examples/quickstart.sh"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  t.is(code, 0, output);
+  t.regex(output, /verified Order\.Created job ntf_[0-9a-f]{32} attempt 0: \{"OrderId":"ord_1001"/, "the sample, verified");
+  t.regex(output, /verified Order\.Created job ntf_[0-9a-f]{32} attempt 0: \{"OrderId":"ord_42"/, "the published event, verified");
+  t.regex(output, /quick start: done/);
+});
