@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { resolve } from "node:path";
 import { DEFAULT_CATALOG } from "./domain/default-catalog.js";
 import { type EventTypeDefinition, parseCatalog } from "./domain/event-catalog.js";
@@ -29,6 +30,8 @@ export interface Config {
   keyRotationGraceMs: number;
   /** Per-caller API rate limit; undefined: none. */
   rateLimit?: { perSecond: number; burst: number };
+  /** Failed authentications a source address may make per minute; undefined: no limit. */
+  authFailuresPerMinute?: number;
   allowPrivateTargets: boolean;
   allowHttpTargets: boolean;
   signingKeyBits: number;
@@ -36,6 +39,8 @@ export interface Config {
   signingMasterKey?: Buffer;
   schedulerPollMs: number;
   deliveryConcurrency: number;
+  /** Requests in flight per endpoint (client and URL origin) and per client, in one instance. */
+  deliveryLimits: { perEndpoint: number; perClient: number };
   shutdownGraceMs: number;
 }
 
@@ -63,9 +68,12 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
 
 function storeConfig(env: Env): StoreConfig {
   const url = env.DATABASE_URL;
+  // Checked whichever store is used, so that a typo never waits for the day it matters.
+  const poolSize = integer(env, "DATABASE_POOL_SIZE", 10, 1, 500);
+  const changeStreams = boolean(env, "MONGODB_CHANGE_STREAMS", false);
   if (!url) return { kind: "embedded", dataDir: resolve(env.DATA_DIR || "./data") };
-  if (/^postgres(ql)?:\/\//.test(url)) return { kind: "postgres", url, poolSize: integer(env, "DATABASE_POOL_SIZE", 10, 1, 500) };
-  if (/^mongodb(\+srv)?:\/\//.test(url)) return { kind: "mongodb", url, changeStreams: boolean(env, "MONGODB_CHANGE_STREAMS", false) };
+  if (/^postgres(ql)?:\/\//.test(url)) return { kind: "postgres", url, poolSize };
+  if (/^mongodb(\+srv)?:\/\//.test(url)) return { kind: "mongodb", url, changeStreams };
   throw new ConfigError("DATABASE_URL must start with postgres://, postgresql:// or mongodb:// (unset: embedded PGlite under DATA_DIR)");
 }
 
@@ -105,7 +113,43 @@ function rateLimit(env: Env): Pick<Config, "rateLimit"> {
   return { rateLimit: { perSecond, burst: integer(env, "RATE_LIMIT_BURST", 2 * perSecond, 1, 10_000_000) } };
 }
 
+function deliveryLimits(env: Env, concurrency: number): Config["deliveryLimits"] {
+  const perEndpoint = integer(env, "DELIVERY_ENDPOINT_CONCURRENCY", Math.min(16, concurrency), 1, concurrency);
+  const perClient = integer(env, "DELIVERY_CLIENT_CONCURRENCY", Math.max(perEndpoint, Math.ceil(concurrency / 4)), 1, concurrency);
+  if (perClient < perEndpoint) {
+    throw new ConfigError(
+      `DELIVERY_CLIENT_CONCURRENCY (${perClient}) must be at least DELIVERY_ENDPOINT_CONCURRENCY (${perEndpoint}): a client's cap covers all its endpoints`,
+    );
+  }
+  return { perEndpoint, perClient };
+}
+
+function authFailureLimit(env: Env): Pick<Config, "authFailuresPerMinute"> {
+  const perMinute = integer(env, "AUTH_FAILURES_PER_MINUTE", 30, 0, 1_000_000);
+  return perMinute === 0 ? {} : { authFailuresPerMinute: perMinute };
+}
+
+/** pino's levels. */
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+function logLevel(env: Env): string {
+  const level = env.LOG_LEVEL || "info";
+  if (!LOG_LEVELS.includes(level)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(level)}`);
+  return level;
+}
+
+/** An IP literal or a DNS name (letters, digits, hyphens and dots). */
+function host(env: Env): string {
+  const value = env.HOST || "0.0.0.0";
+  const dnsName = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i;
+  if (!isIP(value) && !dnsName.test(value))
+    throw new ConfigError(`HOST must be an IP address or a host name, got ${JSON.stringify(value)}`);
+  return value;
+}
+
 export function loadConfig(env: Env): Config {
+  // Read by libuv itself (and set by dist/thread-pool.cjs when unset), which ignores a bad value silently.
+  integer(env, "UV_THREADPOOL_SIZE", 4, 1, 1024);
   const policy = retryPolicy(env);
   if (!(policy.jitter >= 0 && policy.jitter < 1)) throw new ConfigError("RETRY_JITTER must be a number from 0 to below 1");
   const bootstrapApiKey = env.BOOTSTRAP_API_KEY || undefined;
@@ -119,6 +163,7 @@ export function loadConfig(env: Env): Config {
     throw new ConfigError("SIGNING_KEY_BITS must be 2048, 3072 or 4096");
   }
   const store = storeConfig(env);
+  const deliveryConcurrency = integer(env, "DELIVERY_CONCURRENCY", 512, 1, 4096);
   const masterKeyText = env.SIGNING_MASTER_KEY;
   const signingMasterKey = masterKeyText ? parseMasterKey(masterKeyText) : undefined;
   if (masterKeyText && !signingMasterKey) {
@@ -131,8 +176,8 @@ export function loadConfig(env: Env): Config {
   }
   return {
     port: integer(env, "PORT", 8080, 0, 65535),
-    host: env.HOST || "0.0.0.0",
-    logLevel: env.LOG_LEVEL || "info",
+    host: host(env),
+    logLevel: logLevel(env),
     store,
     ...(signingMasterKey ? { signingMasterKey } : {}),
     ...(bootstrapApiKey ? { bootstrapApiKey } : {}),
@@ -146,11 +191,13 @@ export function loadConfig(env: Env): Config {
     ...(env.AUTO_DISABLE_AFTER === "off" ? {} : { autoDisableAfterMs: duration(env, "AUTO_DISABLE_AFTER", "5d") }),
     keyRotationGraceMs: duration(env, "KEY_ROTATION_GRACE", "24h"),
     ...rateLimit(env),
+    ...authFailureLimit(env),
     allowPrivateTargets: boolean(env, "ALLOW_PRIVATE_TARGETS", false),
     allowHttpTargets: boolean(env, "ALLOW_HTTP_TARGETS", false),
     signingKeyBits,
     schedulerPollMs: integer(env, "SCHEDULER_POLL_MS", 1000, 50, 60_000),
-    deliveryConcurrency: integer(env, "DELIVERY_CONCURRENCY", 256, 1, 1024),
+    deliveryConcurrency,
+    deliveryLimits: deliveryLimits(env, deliveryConcurrency),
     shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", 10_000, 0, 300_000),
   };
 }

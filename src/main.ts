@@ -1,7 +1,8 @@
-import "./debug-loggers.js";
+import "./delivery/agenda/debug-logger-cache.js";
+import { PortInUseError } from "./api/listener.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
-import { startService } from "./service.js";
+import { acquireDataDirLock, type DataDirLock, DataDirLockedError } from "./store/data-dir-lock.js";
 
 async function main(): Promise<void> {
   let config: Config;
@@ -15,19 +16,44 @@ async function main(): Promise<void> {
     throw error;
   }
   const log = createLogger(config.logLevel);
-  const service = await startService(config, log);
+  // Imported once the configuration is known good: a bad setting is reported
+  // without first loading every driver.
+  const { startService } = await import("./service.js");
+  const lock = config.store.kind === "embedded" ? await lockDataDir(config.store.dataDir) : undefined;
+  const service = await startService(config, log).catch(async (error: unknown) => {
+    await lock?.release();
+    if (error instanceof PortInUseError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  });
   const stop = (signal: string) => {
     log.info({ signal }, "signal received");
-    service.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        log.error({ err }, "shutdown failed");
-        process.exit(1);
-      },
-    );
+    service
+      .stop()
+      .then(() => lock?.release())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          log.error({ err }, "shutdown failed");
+          process.exit(1);
+        },
+      );
   };
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));
+}
+
+/** One process per embedded store: a second one on the same DATA_DIR would corrupt it. */
+async function lockDataDir(dataDir: string): Promise<DataDirLock> {
+  try {
+    return await acquireDataDirLock(dataDir);
+  } catch (error) {
+    const message = error instanceof DataDirLockedError ? error.message : `DATA_DIR ${dataDir} cannot be used: ${(error as Error).message}`;
+    process.stderr.write(`${message}\n`);
+    process.exit(2);
+  }
 }
 
 main().catch((err: unknown) => {

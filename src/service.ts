@@ -4,13 +4,14 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { createErrorInterceptor, createLoggingInterceptor } from "./api/interceptors.js";
 import { type Listener, listen } from "./api/listener.js";
-import { createRequestHandler } from "./api/request-handler.js";
+import { createRequestHandler, type RequestHandler, startingHandler } from "./api/request-handler.js";
 import { createRoutes, SERVICES } from "./api/routes.js";
 import type { Config } from "./config.js";
-import { DeliveryScheduler } from "./delivery/delivery-scheduler.js";
+import { createDeliveryEngine } from "./delivery/agenda/create-delivery-engine.js";
 import { DeliveryWorker } from "./delivery/delivery-worker.js";
 import { HttpSender } from "./delivery/http-sender.js";
 import { ClientDirectory } from "./domain/clients.js";
+import { observeAll } from "./domain/delivery-events.js";
 import { EventCatalog } from "./domain/event-catalog.js";
 import { KeySealer } from "./domain/key-sealing.js";
 import { Notifications } from "./domain/notifications.js";
@@ -25,25 +26,53 @@ export interface RunningService {
 }
 
 /**
- * The composition root: builds store, scheduler, domain and transport from
- * one validated config, starts them, and stops them in reverse order.
+ * The composition root: binds the port first (a taken port fails at once,
+ * before any store is opened), builds store, delivery engine, domain and
+ * transport from one validated config, starts them, and stops them in
+ * reverse order. Until everything is up the port answers 503 "starting".
  */
 export async function startService(config: Config, log: Logger): Promise<RunningService> {
+  let handler: RequestHandler = startingHandler();
+  const listener = await listen(
+    config.port,
+    config.host,
+    (req, res) => handler(req, res),
+    (err) => log.error({ err }, "listener error"),
+  );
+  let started: Omit<RunningService, "port">;
+  try {
+    started = await startOn(listener, config, log, (ready) => {
+      handler = ready;
+    });
+  } catch (error) {
+    await listener.close(0);
+    throw error;
+  }
+  log.info({ port: listener.port, store: config.store.kind }, "webhook service listening");
+  return { port: listener.port, ...started };
+}
+
+async function startOn(
+  listener: Listener,
+  config: Config,
+  log: Logger,
+  serve: (handler: RequestHandler) => void,
+): Promise<Omit<RunningService, "port">> {
   const shutdown = new AbortController();
   // Every delivery in flight listens for the shutdown.
   setMaxListeners(0, shutdown.signal);
-  let ready = false;
   const opened = await openStore(config.store, log);
-  const { store, deliveryStore } = opened;
   try {
     const sealer = new KeySealer(
       config.signingMasterKey ?? (await loadOrCreateMasterKey(config.store.kind === "embedded" ? config.store.dataDir : ".", log)),
     );
-    const catalog = new EventCatalog(store.eventTypes);
+    const catalog = new EventCatalog(opened.store.eventTypes);
     await catalog.seed(config.catalog);
-    const directory = new ClientDirectory(store.clients);
+    const directory = new ClientDirectory(opened.store.clients);
     if (config.bootstrapApiKey) await directory.ensureBootstrapClient(config.bootstrapApiKey);
 
+    // Metrics, traces and the live stream join here as they come.
+    const observer = observeAll([], (err) => log.error({ err }, "a delivery observer failed"));
     const sender = new HttpSender({
       timeoutMs: config.deliveryTimeoutMs,
       maxResponseBytes: config.maxResponseBytes,
@@ -51,37 +80,31 @@ export async function startService(config: Config, log: Logger): Promise<Running
       userAgent: "webhook-notification-service/0.1",
     });
     const worker = new DeliveryWorker({
-      store: deliveryStore,
+      store: opened.deliveryStore,
       sender,
       retryPolicy: config.retryPolicy,
       sealer,
       ...(config.autoDisableAfterMs === undefined ? {} : { autoDisableAfterMs: config.autoDisableAfterMs }),
+      observer,
       log,
       shutdown: shutdown.signal,
     });
-    const scheduler = new DeliveryScheduler(
-      {
-        backend: opened.agendaBackend,
-        ...(opened.notificationChannel ? { notificationChannel: opened.notificationChannel } : {}),
-        ...(opened.scheduleDeliveries ? { scheduleDeliveries: opened.scheduleDeliveries } : {}),
-        ...(opened.insertQueued ? { insertQueued: opened.insertQueued } : {}),
-        ...(opened.bulkJobs ? { bulkJobs: opened.bulkJobs } : {}),
-        retryPolicy: config.retryPolicy,
-        pollIntervalMs: config.schedulerPollMs,
-        concurrency: config.deliveryConcurrency,
-        // Longer than any attempt (timeout plus store writes), so a second
-        // worker never runs one twice; short enough that a crashed worker's
-        // jobs come back soon.
-        lockLifetimeMs: Math.max(2 * config.deliveryTimeoutMs, config.deliveryTimeoutMs + 10_000),
-        sweepIntervalMs: 60_000,
-        // Unique per instance (replicas in containers share pid 1): Agenda's
-        // lastModifiedBy, and how a scheduler tells its own wake-ups from others'.
-        name: `webhooks-${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
-      },
-      { worker, notifications: deliveryStore.notifications, log },
-    );
+    const engine = createDeliveryEngine(opened.database, {
+      worker,
+      retryPolicy: config.retryPolicy,
+      concurrency: config.deliveryConcurrency,
+      limits: config.deliveryLimits,
+      pollIntervalMs: config.schedulerPollMs,
+      // Longer than any attempt (timeout plus store writes), so a second
+      // worker never runs one twice; short enough that a crashed worker's
+      // jobs come back soon.
+      lockLifetimeMs: Math.max(2 * config.deliveryTimeoutMs, config.deliveryTimeoutMs + 10_000),
+      // Unique per instance (replicas in containers share pid 1): the holder of its locks.
+      name: `webhooks-${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
+      log,
+    });
     const subscriptions = new Subscriptions({
-      store: store.subscriptions,
+      store: opened.store.subscriptions,
       catalog,
       targetPolicy: { allowPrivateTargets: config.allowPrivateTargets, allowHttpTargets: config.allowHttpTargets },
       signingKeyBits: config.signingKeyBits,
@@ -89,45 +112,44 @@ export async function startService(config: Config, log: Logger): Promise<Running
       sealer,
     });
     const notifications = new Notifications({
-      store: store.notifications,
-      subscriptionStore: store.subscriptions,
-      queue: scheduler,
+      store: opened.store.notifications,
+      subscriptionStore: opened.store.subscriptions,
+      queue: engine,
       catalog,
       subscriptions,
       maxPayloadBytes: config.maxPayloadBytes,
-      onQueueError: (err, ids) => log.error({ err, count: ids.length }, "accepted notifications not queued yet; the sweep will queue them"),
+      observer,
     });
 
-    const handler = createRequestHandler({
-      routes: createRoutes(
-        { directory, catalog, subscriptions, notifications, adminToken: config.adminToken, rateLimit: config.rateLimit },
-        [createLoggingInterceptor(log), createErrorInterceptor(log)],
-      ),
-      services: SERVICES,
-      maxBodyBytes: config.maxBodyBytes,
-      isReady: () => ready,
-    });
-
-    await scheduler.start();
-    let listener: Listener;
-    try {
-      listener = await listen(config.port, config.host, handler, (err) => log.error({ err }, "listener error"));
-    } catch (error) {
-      await scheduler.stop(0, () => shutdown.abort());
-      throw error;
-    }
-    ready = true;
-    log.info({ port: listener.port, store: opened.description }, "webhook service listening");
-
+    await engine.start();
     let stopping: Promise<void> | undefined;
+    serve(
+      createRequestHandler({
+        routes: createRoutes(
+          {
+            directory,
+            catalog,
+            subscriptions,
+            notifications,
+            adminToken: config.adminToken,
+            rateLimit: config.rateLimit,
+            authFailuresPerMinute: config.authFailuresPerMinute,
+          },
+          [createLoggingInterceptor(log), createErrorInterceptor(log)],
+        ),
+        services: SERVICES,
+        maxBodyBytes: config.maxBodyBytes,
+        readiness: () => (stopping ? { ok: false, reason: "shutting down" } : engine.health()),
+      }),
+    );
+    log.info({ store: opened.description }, "store open, deliveries running");
+
     return {
-      port: listener.port,
       stop() {
         stopping ??= (async () => {
-          ready = false;
           log.info("shutting down: no new requests, draining deliveries");
           await listener.close(config.shutdownGraceMs);
-          await scheduler.stop(config.shutdownGraceMs, () => shutdown.abort());
+          await engine.stop(config.shutdownGraceMs, () => shutdown.abort());
           await sender.close();
           await opened.close();
           log.info("stopped");

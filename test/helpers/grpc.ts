@@ -35,3 +35,32 @@ export function grpcCall<I extends DescMessage, O extends DescMessage>(
     );
   });
 }
+
+/**
+ * A unary call through @grpc/grpc-js with the request as raw bytes, as a
+ * broken or hostile client sends them; resolves with the status it ended with.
+ */
+export function grpcRawCall(
+  port: number,
+  path: string,
+  bytes: Uint8Array,
+  headers: Record<string, string | string[]> = {},
+): Promise<grpc.StatusObject> {
+  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  const metadata = new grpc.Metadata();
+  for (const [name, values] of Object.entries(headers)) for (const value of [values].flat()) metadata.add(name, value);
+  return new Promise((resolve) => {
+    const call = client.makeUnaryRequest(
+      path,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      Buffer.from(bytes),
+      metadata,
+      () => {},
+    );
+    call.on("status", (status) => {
+      client.close();
+      resolve(status);
+    });
+  });
+}

@@ -37,3 +37,26 @@ export function kill(service: ServiceProcess, signal: NodeJS.Signals): Promise<v
     service.child.kill(signal);
   });
 }
+
+/**
+ * The service as its own process, expected to refuse to start: its exit code
+ * and stderr, or "served" (and then killed) if it started listening instead.
+ */
+export function startExpectingExit(env: Record<string, string>): Promise<{ code: number | null | "served"; stderr: string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    env: { ...process.env, ...FAST_TEST_ENV, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  return new Promise((resolve) => {
+    child.stdout?.on("data", (chunk: Buffer) => {
+      if (!chunk.toString().includes("webhook service listening")) return;
+      child.kill("SIGKILL");
+      resolve({ code: "served", stderr });
+    });
+    child.once("exit", (code) => resolve({ code, stderr }));
+  });
+}

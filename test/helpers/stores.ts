@@ -3,6 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import type { SqlClient } from "../../src/store/postgres/sql-pool.js";
 
 /**
  * The stores a test runs against: embedded PGlite always, PostgreSQL when
@@ -83,7 +84,7 @@ export function storeTargets(): StoreTarget[] {
 }
 
 /** The plan a prepared statement runs with, as EXPLAIN EXECUTE prints it, one line per node. */
-export async function planOf(client: pg.ClientBase, execute: string): Promise<string> {
+export async function planOf(client: Pick<SqlClient, "query">, execute: string): Promise<string> {
   const { rows } = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN ${execute}`);
   return rows.map((row) => row["QUERY PLAN"]).join("\n");
 }
