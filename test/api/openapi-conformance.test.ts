@@ -120,6 +120,11 @@ test("every operation answers as the document says: a walk through the whole RES
   await walk("POST", `${base}/rotateSignatureKey`, { headers: auth });
   await walk("POST", `${base}/confirmSignatureKeyRotation`, { headers: auth });
   await walk("DELETE", base, { headers: auth });
+  // A job stays answerable after its subscription is deleted.
+  const job = await walk("GET", `/api/internal/jobs/${jobId}`, admin);
+  t.is((job.notification as { id: string }).id, String(jobId));
+  t.is(job.clientId, clientId);
+  t.true(job.subscriptionDeleted);
 
   const operationIds = checker.operations.map(({ operation }) => String(operation.operationId));
   t.deepEqual(

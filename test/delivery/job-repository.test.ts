@@ -11,7 +11,7 @@ import type { Notification, Subscription } from "../../src/domain/model.js";
 import { openStore } from "../../src/store/open-store.js";
 import type { SqlPool } from "../../src/store/postgres/sql-pool.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { type StoreTarget, storeTargets } from "../helpers/stores.js";
 
 /**
  * Agenda's repository of delivery jobs, driven as Agenda's Job.run drives
@@ -95,8 +95,16 @@ function touch(repository: DeliveryJobRepository, attrs: JobParameters): Promise
   return repository.saveJobState(attrs).catch((error: unknown) => error);
 }
 
+/**
+ * PGlite works on this thread and can hold it for seconds, long enough for a
+ * PostgreSQL connection opened meanwhile to time out: its tests take turns.
+ */
+function testOn(target: StoreTarget) {
+  return target.name === "pglite" ? test.serial : test;
+}
+
 for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
-  test(`${target.name}: a renewal moves the lock alone; the schedule stays, for whoever takes the job over after a crash`, async (t) => {
+  testOn(target)(`${target.name}: a renewal moves the lock alone; the schedule stays, for whoever takes the job over after a crash`, async (t) => {
     const { jobs, repository, attrs, job } = await oneRun(t, target);
     const scheduled = (await jobs.get(job.id))?.nextRunAt?.getTime();
     t.is(await touch(repository, attrs), undefined);
@@ -106,7 +114,7 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
   });
 
   for (const ending of ["a retry", "delivered"] as const) {
-    test(`${target.name}: the save ending a run (${ending}) waits for a renewal in flight and uses the renewed lock`, async (t) => {
+    testOn(target)(`${target.name}: the save ending a run (${ending}) waits for a renewal in flight and uses the renewed lock`, async (t) => {
       const { jobs, repository, attrs, job } = await oneRun(t, target);
       const renewal = touch(repository, attrs);
       // The attempt ends while the renewal's statement is on its way.
@@ -127,7 +135,7 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
     });
   }
 
-  test(`${target.name}: a renewal that fails leaves the run under its old lock, in Agenda's memory too`, async (t) => {
+  testOn(target)(`${target.name}: a renewal that fails leaves the run under its old lock, in Agenda's memory too`, async (t) => {
     let refuse = true;
     const { jobs, repository, attrs, job } = await oneRun(t, target, (store) => {
       const renew = store.renew.bind(store);

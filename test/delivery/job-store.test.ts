@@ -77,8 +77,16 @@ function request(limit: number, overrides: Partial<LockRequest> = {}): LockReque
   return { limit, endpointBudgets: new Map(), clientBudgets: new Map(), defaultPerEndpoint: 1000, defaultPerClient: 1000, ...overrides };
 }
 
+/**
+ * PGlite works on this thread and can hold it for seconds, long enough for a
+ * PostgreSQL connection opened meanwhile to time out: its tests take turns.
+ */
+function testOn(target: StoreTarget) {
+  return target.name === "pglite" ? test.serial : test;
+}
+
 for (const target of storeTargets()) {
-  test(`${target.name}: accepting stores each notification with a due job; those asked for go in locked and come back`, async (t) => {
+  testOn(target)(`${target.name}: accepting stores each notification with a due job; those asked for go in locked and come back`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target);
     const subscription = await subscribe(opened, clientId);
     const first = deliveries(subscription, 3);
@@ -108,7 +116,7 @@ for (const target of storeTargets()) {
     t.like(await jobs.counts(), { due: 5 - locked.length, locked: locked.length });
   });
 
-  test(`${target.name}: a lock takes due jobs oldest first, within each endpoint's and client's budget, and says when more are due`, async (t) => {
+  testOn(target)(`${target.name}: a lock takes due jobs oldest first, within each endpoint's and client's budget, and says when more are due`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target);
     const subscription = await subscribe(opened, clientId);
     const other = (await opened.store.clients.ensureWithKey("other", newId("cli"))).id;
@@ -138,7 +146,7 @@ for (const target of storeTargets()) {
     t.deepEqual(window.jobs, sorted, "oldest due first");
   });
 
-  test(`${target.name}: two instances locking at once never take the same job; a dead holder's lock expires`, async (t) => {
+  testOn(target)(`${target.name}: two instances locking at once never take the same job; a dead holder's lock expires`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target, "instance-1", 60_000);
     const second = createJobStore(opened.database, { owner: "instance-2", lockLifetimeMs: 60_000 });
     // A third instance that presumes a holder dead after a second.
@@ -161,7 +169,7 @@ for (const target of storeTargets()) {
     t.true(taken.jobs.every((job) => job.lastModifiedBy === "instance-3"));
   });
 
-  test(`${target.name}: expired locks of an endpoint with no budget are left for later, not in the way of others'`, async (t) => {
+  testOn(target)(`${target.name}: expired locks of an endpoint with no budget are left for later, not in the way of others'`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target, "instance-1", 60_000);
     const impatient = createJobStore(opened.database, { owner: "instance-2", lockLifetimeMs: 1_000 });
     const subscription = await subscribe(opened, clientId);
@@ -179,7 +187,7 @@ for (const target of storeTargets()) {
     );
   });
 
-  test(`${target.name}: unlock, renew, save and remove act only while the job still has the lock they name`, async (t) => {
+  testOn(target)(`${target.name}: unlock, renew, save and remove act only while the job still has the lock they name`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target);
     const subscription = await subscribe(opened, clientId);
     await jobs.insert(deliveries(subscription, 4), unlocked);
@@ -231,7 +239,7 @@ for (const target of storeTargets()) {
     t.is((await opened.store.notifications.get(fourth.id))?.id, fourth.id, "the notification stays");
   });
 
-  test(`${target.name}: an idempotency key stores once, also for concurrent twins; keys are per client`, async (t) => {
+  testOn(target)(`${target.name}: an idempotency key stores once, also for concurrent twins; keys are per client`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target);
     const subscription = await subscribe(opened, clientId);
     const batch = deliveries(subscription, 2);
@@ -255,7 +263,7 @@ for (const target of storeTargets()) {
 // SQL stores: an older version's jobs (Agenda's own table) and notifications it accepted but never queued are
 // taken over at start; a job left without a schedule is due again.
 for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
-  test(`${target.name}: jobs an older version left behind are taken over at start`, async (t) => {
+  testOn(target)(`${target.name}: jobs an older version left behind are taken over at start`, async (t) => {
     const { opened, clientId } = await openJobs(t, target);
     if (opened.database.kind !== "postgres") return t.fail("a SQL target");
     const subscription = await subscribe(opened, clientId, "HTTPS://Receiver.Example:8443/hook?x=1");
@@ -286,7 +294,7 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
     t.is(rows[0]?.n, 0);
   });
 
-  test(`${target.name}: a job left without a schedule is due again, once handed back or at the next start`, async (t) => {
+  testOn(target)(`${target.name}: a job left without a schedule is due again, once handed back or at the next start`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target);
     if (opened.database.kind !== "postgres") return t.fail("a SQL target");
     const subscription = await subscribe(opened, clientId);
@@ -307,7 +315,7 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
 // The lock statement, prepared while the table is empty as on a new database, keeps to its indexes once
 // 20 000 jobs wait: neither the due scan nor the expired-lock lookup may walk the whole backlog.
 for (const target of storeTargets().filter((t) => t.name === "postgres")) {
-  test(`${target.name}: the lock statement's one plan stays on its indexes as the backlog grows`, async (t) => {
+  testOn(target)(`${target.name}: the lock statement's one plan stays on its indexes as the backlog grows`, async (t) => {
     const { opened, clientId, databaseUrl } = await openJobs(t, target);
     if (!databaseUrl) return t.fail("a PostgreSQL target has a DATABASE_URL");
     const subscription = await subscribe(opened, clientId);
@@ -334,7 +342,7 @@ for (const target of storeTargets().filter((t) => t.name === "postgres")) {
 }
 
 for (const target of storeTargets()) {
-  test(`${target.name}: a client's budget counts only what its endpoints' budgets let through`, async (t) => {
+  testOn(target)(`${target.name}: a client's budget counts only what its endpoints' budgets let through`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target);
     const subscription = await subscribe(opened, clientId);
     const slow = `${clientId} https://slow.example`;
