@@ -12,7 +12,7 @@ import { existsSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import { cpus, tmpdir, totalmem } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import pg from "pg";
 import { Agent } from "undici";
 import { signBody } from "../src/domain/signature.js";
@@ -29,9 +29,9 @@ const onlyStore = process.argv.find((a) => a.startsWith("--store="))?.slice(8);
 const ADMIN = "bench-admin-token-0123456789";
 /** The service build the bench runs (BENCH_SERVICE: another one, to compare builds in turn). */
 const SERVICE_ENTRY = process.env.BENCH_SERVICE ?? "dist/main.js";
-const SERVICE_PRELOAD = join(dirname(SERVICE_ENTRY), "thread-pool.cjs");
+const SERVICE_PRELOAD = resolve(dirname(SERVICE_ENTRY), "thread-pool.cjs");
 /** As `npm start` runs it: with its build's thread-pool preload (if that build has one). */
-const SERVICE_NODE_ARGS = [...(existsSync(SERVICE_PRELOAD) ? ["--require", `./${SERVICE_PRELOAD}`] : []), "--max-semi-space-size=32"];
+const SERVICE_NODE_ARGS = [...(existsSync(SERVICE_PRELOAD) ? ["--require", SERVICE_PRELOAD] : []), "--max-semi-space-size=32"];
 const MASTER = "ab".repeat(32);
 // BENCH_EVENTS overrides the throughput scenario's event count (for profiling).
 // Latency phases are repeated (`repeats` × `latencySeconds`): the median of their p99s is reported, with the spread.
