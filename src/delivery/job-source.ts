@@ -18,6 +18,25 @@ export interface LockRequest {
   defaultPerClient: number;
 }
 
+/** A lock reads this many due rows per job it may take (rows over a budget are passed over, not taken). */
+const SCAN_PER_JOB = 2;
+/** How many endpoints with no budget of their own (a stranger's) one lock plans for. */
+const STRANGERS_PER_LOCK = 2;
+
+/**
+ * How many due rows one lock reads, oldest first: twice what it can take.
+ * What it can take is bounded by `limit` and by the budgets: the listed
+ * endpoints' budgets, plus a stranger's budget for a few endpoints not
+ * listed. An endpoint whose budget is spent is left out of the scan, so the
+ * rows of others behind it are reached by the next lock, not by reading and
+ * sorting thousands of one endpoint's rows for the few it may still take.
+ */
+export function scanWindow(request: LockRequest): number {
+  let takeable = request.defaultPerEndpoint * STRANGERS_PER_LOCK;
+  for (const budget of request.endpointBudgets.values()) takeable += budget;
+  return SCAN_PER_JOB * Math.max(1, Math.min(request.limit, takeable));
+}
+
 export interface LockedBatch<J> {
   jobs: J[];
   /** No other job was due that this request could have taken. */

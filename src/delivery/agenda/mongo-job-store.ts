@@ -2,7 +2,7 @@ import type { Collection, Db } from "mongodb";
 import type { Notification } from "../../domain/model.js";
 import { collections, isDuplicateKey, type NotificationDoc, optional, toNotificationDoc } from "../../store/mongo/documents.js";
 import { endpointOf } from "../endpoint.js";
-import type { LockedBatch, LockRequest } from "../job-source.js";
+import { type LockedBatch, type LockRequest, scanWindow } from "../job-source.js";
 import type { DeliveryJobStore, JobCounts, JobState, LockedJob, LockRenewal, NewDelivery, StoredJob } from "./delivery-job-store.js";
 
 /** A notification's job, inside the notification's document: stored and queued in one atomic write. */
@@ -26,7 +26,6 @@ type Doc = NotificationDoc & { job?: JobDoc };
 
 /** Scheduled so as not to run until the idempotency key is settled; a crash meanwhile only delays them this long. */
 const HELD_FOR_KEY_MS = 60_000;
-const SCAN_PER_JOB = 2;
 
 function toJob(id: string, job: JobDoc): StoredJob {
   return {
@@ -146,7 +145,7 @@ export class MongoJobStore implements DeliveryJobStore {
   async lockDue(request: LockRequest): Promise<LockedBatch<LockedJob>> {
     const now = new Date();
     const deadline = new Date(now.getTime() - this.options.lockLifetimeMs);
-    const scan = request.limit * SCAN_PER_JOB;
+    const scan = scanWindow(request);
     const none = (budgets: ReadonlyMap<string, number>) => [...budgets].filter(([, budget]) => budget === 0).map(([key]) => key);
     const project = { _id: 1, "job.endpoint": 1, "job.clientId": 1, "job.nextRunAt": 1 } as const;
     type Candidate = { _id: string; job: { endpoint: string; clientId: string; nextRunAt: Date | null } };

@@ -3,7 +3,7 @@ import { INSERT_NOTIFICATIONS, insertParameters } from "../../store/postgres/not
 import { isDataError } from "../../store/postgres/rows.js";
 import type { SqlPool } from "../../store/postgres/sql-pool.js";
 import { inTransaction } from "../../store/postgres/transaction.js";
-import type { LockedBatch, LockRequest } from "../job-source.js";
+import { type LockedBatch, type LockRequest, scanWindow } from "../job-source.js";
 import type { DeliveryJobStore, JobCounts, JobState, LockedJob, LockRenewal, NewDelivery, StoredJob } from "./delivery-job-store.js";
 import { prepareJobTable } from "./postgres-job-schema.js";
 
@@ -37,9 +37,6 @@ function toJob(row: JobRow): StoredJob {
   if (row.failed_at) job.failedAt = row.failed_at;
   return job;
 }
-
-/** A lock window reads this many due rows per job it may take (rows over a budget are skipped, not taken). */
-const SCAN_PER_JOB = 2;
 
 /**
  * Locks due jobs ($1 limit, $2 scan window) for $3 (owner) at $4 (lock
@@ -205,7 +202,7 @@ export class PostgresJobStore implements DeliveryJobStore {
 
   async lockDue(request: LockRequest): Promise<LockedBatch<LockedJob>> {
     const lockedAt = new Date();
-    const scan = request.limit * SCAN_PER_JOB;
+    const scan = scanWindow(request);
     const endpoints = [...request.endpointBudgets];
     const clients = [...request.clientBudgets];
     const { rows } = await this.pools.bookkeeping.query<JobRow & { scanned: number; passed_endpoints: string[]; passed_clients: string[] }>(
