@@ -3,13 +3,15 @@
 # that verifies signatures, send it a sample, publish an event, read the delivery log. Run it from a
 # checkout after `npm install`; PORT and RECEIVER_PORT choose the ports (8080 and 9000).
 set -euo pipefail
+set -m   # each background job in its own process group: stopping one stops npm's children too
 cd "$(dirname "$0")/.."
 
 PORT=${PORT:-8080}
 RECEIVER_PORT=${RECEIVER_PORT:-9000}
 WORK=$(mktemp -d)   # the embedded store, the logs and the key: nothing is left in the checkout
 SERVICE_PID="" RECEIVER_PID=""
-trap 'kill $SERVICE_PID $RECEIVER_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+stop() { for pid in $SERVICE_PID $RECEIVER_PID; do kill -- "-$pid" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$WORK"; }
+trap stop EXIT
 step() { printf '\n\033[1m%s\033[0m\n' "$*"; }
 # Waits until the command succeeds, for at most 60 s.
 await() { for _ in $(seq 600); do if "$@" >/dev/null 2>&1; then return 0; fi; sleep 0.1; done; echo "gave up waiting for: $*" >&2; exit 1; }

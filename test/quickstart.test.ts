@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import test from "ava";
 
 async function freePort(): Promise<number> {
@@ -26,4 +26,25 @@ test("examples/quickstart.sh, the README's quick start, runs end to end", async 
   t.regex(output, /verified Order\.Created job ntf_[0-9a-f]{32} attempt 0: \{"OrderId":"ord_1001"/, "the sample, verified");
   t.regex(output, /verified Order\.Created job ntf_[0-9a-f]{32} attempt 0: \{"OrderId":"ord_42"/, "the published event, verified");
   t.regex(output, /quick start: done/);
+  // The script stops what it started: nothing answers on its ports once it is done.
+  for (const port of [env.PORT, env.RECEIVER_PORT]) {
+    t.true(await closesWithin(Number(port), 20_000), `port ${port} is free again`);
+  }
 });
+
+/** Whether connections to the port are refused within the time (polled). */
+async function closesWithin(port: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, "127.0.0.1", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.on("error", () => resolve(false));
+    });
+    if (!open) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return false;
+}
