@@ -34,6 +34,7 @@ function subscription(clientId: string, overrides: Partial<Subscription> = {}): 
     url: "https://example.com/hook",
     description: "contract",
     enabled: true,
+    signatureScheme: "RSA_SHA256",
     publicKeyPem: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n",
     privateKeyPem: "-----BEGIN PRIVATE KEY-----\nBBBB\n-----END PRIVATE KEY-----\n",
     createdAt: seconds(1),

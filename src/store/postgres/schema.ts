@@ -85,6 +85,8 @@ const MIGRATIONS: readonly string[] = [
   // Room on each page for the status update every attempt makes: it then stays a HOT update,
   // with no new index entries (pages filled to the brim made ~40 % of them cold). New pages only.
   "ALTER TABLE wh_notifications SET (fillfactor = 80)",
+  // Subscriptions from before signing schemes sign as the specification says.
+  "ALTER TABLE wh_subscriptions ADD COLUMN signature_scheme text NOT NULL DEFAULT 'RSA_SHA256'",
 ];
 
 export async function migrate(pool: SqlPool): Promise<void> {
