@@ -34,6 +34,7 @@ const timestamp = (date: Date | undefined): Timestamp | undefined => (date ? tim
 const SCHEME_TO_MESSAGE: Record<SignatureScheme, Scheme> = {
   RSA_SHA256: Scheme.RSA_SHA256,
   STANDARD_WEBHOOKS: Scheme.STANDARD_WEBHOOKS,
+  STANDARD_WEBHOOKS_ED25519: Scheme.STANDARD_WEBHOOKS_ED25519,
 };
 
 /** The scheme a request asks for; undefined for the default. A number no scheme has (gRPC sends any) is refused. */
@@ -42,7 +43,7 @@ export function schemeFromMessage(scheme: Scheme): SignatureScheme | undefined {
   const found = (Object.entries(SCHEME_TO_MESSAGE) as [SignatureScheme, Scheme][]).find(([, value]) => value === scheme)?.[0];
   if (!found) {
     throw new ValidationError(
-      `signatureScheme ${scheme} is not a signature scheme; use ${Object.keys(SCHEME_TO_MESSAGE).join(" or ")}`,
+      `signatureScheme ${scheme} is not a signature scheme; use one of ${Object.keys(SCHEME_TO_MESSAGE).join(", ")}`,
       "signatureScheme",
     );
   }

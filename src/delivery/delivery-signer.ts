@@ -2,7 +2,7 @@ import { createPrivateKey, type KeyObject } from "node:crypto";
 import type { KeySealer } from "../domain/key-sealing.js";
 import type { Notification, Subscription } from "../domain/model.js";
 import { signBody } from "../domain/signature.js";
-import { secretBytes, standardWebhooksHeaders } from "../domain/standard-webhooks.js";
+import { type SigningKey, secretBytes, standardWebhooksHeaders } from "../domain/standard-webhooks.js";
 
 const KEY_CACHE_LIMIT = 10_000;
 /** Signatures kept for notifications awaiting a retry in this process; the oldest go first. */
@@ -20,9 +20,12 @@ export function remember<K, V>(map: Map<K, V>, key: K, value: V, limit: number):
  * its rotation settled). Throws when a sealed key does not open.
  */
 export class DeliverySigner {
-  /** Unsealing and parsing cost more than signing: the opened key per subscription key. */
-  readonly #privateKeys = new Map<string, { sealed: string; key: KeyObject }>();
-  readonly #secrets = new Map<string, Buffer>();
+  /**
+   * Unsealing and parsing cost more than signing: the opened key by its
+   * sealed text (a subscription's current and next key are both in use
+   * during a Standard Webhooks rotation).
+   */
+  readonly #opened = new Map<string, KeyObject | Buffer>();
   /**
    * An RSA retry sends the signature its notification's first attempt made,
    * as long as the subscription's key is the same KeyObject (a rotation or a
@@ -39,17 +42,19 @@ export class DeliverySigner {
     attempt: number,
     now = new Date(),
   ): Promise<Record<string, string>> {
-    if (subscription.signatureScheme === "STANDARD_WEBHOOKS") {
-      // Every key in force signs: during a rotation a receiver holding either secret verifies.
-      const sealed = [subscription.privateKeyPem, ...(subscription.nextPrivateKeyPem ? [subscription.nextPrivateKeyPem] : [])];
-      const keys = sealed.map((each) => this.#secret(subscription.id, each));
+    const { signatureScheme, privateKeyPem, nextPrivateKeyPem } = subscription;
+    if (signatureScheme !== "RSA_SHA256") {
+      // Every key in force signs: during a rotation a receiver holding either key verifies.
+      const keys = [privateKeyPem, ...(nextPrivateKeyPem ? [nextPrivateKeyPem] : [])].map(
+        (sealed): SigningKey => this.#open(subscription, sealed),
+      );
       return {
         ...standardWebhooksHeaders(keys, notification.id, Math.floor(now.getTime() / 1000), notification.body),
         "X-JobAttempt": String(attempt),
       };
     }
     return {
-      "X-Signature": await this.#rsaSignature(notification, this.#privateKey(subscription)),
+      "X-Signature": await this.#rsaSignature(notification, this.#open(subscription, privateKeyPem) as KeyObject),
       "X-JobId": notification.id,
       "X-JobAttempt": String(attempt),
     };
@@ -68,20 +73,13 @@ export class DeliverySigner {
     return signature;
   }
 
-  #privateKey(subscription: Subscription): KeyObject {
-    const cached = this.#privateKeys.get(subscription.id);
-    if (cached && cached.sealed === subscription.privateKeyPem) return cached.key;
-    const key = createPrivateKey(this.sealer.open(subscription.privateKeyPem, subscription.id));
-    remember(this.#privateKeys, subscription.id, { sealed: subscription.privateKeyPem, key }, KEY_CACHE_LIMIT);
-    return key;
-  }
-
-  /** Keyed by the sealed text: a subscription's current and next secret are both in use during a rotation. */
-  #secret(subscriptionId: string, sealed: string): Buffer {
-    const cached = this.#secrets.get(sealed);
+  /** A `whsec_` secret opens to its bytes; a PEM private key (RSA, Ed25519) to a KeyObject. */
+  #open(subscription: Subscription, sealed: string): KeyObject | Buffer {
+    const cached = this.#opened.get(sealed);
     if (cached) return cached;
-    const key = secretBytes(this.sealer.open(sealed, subscriptionId));
-    remember(this.#secrets, sealed, key, KEY_CACHE_LIMIT);
+    const text = this.sealer.open(sealed, subscription.id);
+    const key = subscription.signatureScheme === "STANDARD_WEBHOOKS" ? secretBytes(text) : createPrivateKey(text);
+    remember(this.#opened, sealed, key, KEY_CACHE_LIMIT);
     return key;
   }
 }

@@ -1,6 +1,6 @@
 import type { SignatureScheme } from "./model.js";
 import { generateSigningKeyPair, type SigningKeyPair } from "./signature.js";
-import { generateSecret, secretFingerprint } from "./standard-webhooks.js";
+import { generateEd25519KeyPair, generateSecret, secretFingerprint } from "./standard-webhooks.js";
 
 /** The specification's scheme, for subscriptions that name none. */
 export const DEFAULT_SIGNATURE_SCHEME: SignatureScheme = "RSA_SHA256";
@@ -11,9 +11,16 @@ export const DEFAULT_SIGNATURE_SCHEME: SignatureScheme = "RSA_SHA256";
  * secret signs and verifies, so only its fingerprint is in the clear.
  */
 export async function generateKeyMaterial(scheme: SignatureScheme, rsaBits: number): Promise<SigningKeyPair> {
-  if (scheme === "STANDARD_WEBHOOKS") {
-    const secret = generateSecret();
-    return { publicKeyPem: secretFingerprint(secret), privateKeyPem: secret };
+  switch (scheme) {
+    case "RSA_SHA256":
+      return generateSigningKeyPair(rsaBits);
+    case "STANDARD_WEBHOOKS": {
+      const secret = generateSecret();
+      return { publicKeyPem: secretFingerprint(secret), privateKeyPem: secret };
+    }
+    case "STANDARD_WEBHOOKS_ED25519": {
+      const { publicKey, privateKeyPem } = await generateEd25519KeyPair();
+      return { publicKeyPem: publicKey, privateKeyPem };
+    }
   }
-  return generateSigningKeyPair(rsaBits);
 }

@@ -1,10 +1,14 @@
-import { createHash, createHmac, randomBytes } from "node:crypto";
+import { createHash, createHmac, generateKeyPair, type KeyObject, randomBytes, sign } from "node:crypto";
+import { promisify } from "node:util";
+
+const generateKeyPairAsync = promisify(generateKeyPair);
 
 /**
- * Standard Webhooks (standardwebhooks.com), symmetric signatures: each
- * attempt carries `webhook-id`, `webhook-timestamp` and `webhook-signature`,
- * the last being `v1,` + Base64 HMAC-SHA256 over `id.timestamp.body` under
- * the subscription's secret. Every Standard Webhooks library verifies these.
+ * Standard Webhooks (standardwebhooks.com): each attempt carries
+ * `webhook-id`, `webhook-timestamp` and `webhook-signature`, the last holding
+ * signatures of `id.timestamp.body`: `v1,` + Base64 HMAC-SHA256 under a
+ * `whsec_` secret (what every Standard Webhooks library verifies), or `v1a,`
+ * + Base64 Ed25519 by a key whose public half is given out as `whpk_`.
  */
 
 export const WEBHOOK_ID_HEADER = "webhook-id";
@@ -38,19 +42,39 @@ export function secretFingerprint(secret: string): string {
   return `whsec-sha256:${createHash("sha256").update(secretBytes(secret)).digest("hex")}`;
 }
 
-/** One `v1,<Base64 HMAC-SHA256>` signature of `id.timestamp.body`. */
-export function signWithSecret(key: Uint8Array, id: string, timestampSeconds: number, body: string): string {
-  const mac = createHmac("sha256", key).update(`${id}.${timestampSeconds}.`, "utf8").update(body, "utf8").digest("base64");
-  return `v1,${mac}`;
+/** The public key as Standard Webhooks writes it: `whpk_` and the Base64 of the raw 32 bytes. */
+export const PUBLIC_KEY_PREFIX = "whpk_";
+
+/** A fresh Ed25519 pair: the `whpk_…` public key and the PKCS#8 PEM private key. */
+export async function generateEd25519KeyPair(): Promise<{ publicKey: string; privateKeyPem: string }> {
+  const { publicKey, privateKey } = await generateKeyPairAsync("ed25519", {
+    publicKeyEncoding: { type: "spki", format: "der" },
+    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+  });
+  // An Ed25519 SPKI is a fixed 12-byte header and the 32 raw bytes of the key.
+  return { publicKey: PUBLIC_KEY_PREFIX + publicKey.subarray(-32).toString("base64"), privateKeyPem: privateKey };
+}
+
+/**
+ * A signing key: the bytes of a `whsec_` secret sign `v1` (HMAC-SHA256), an
+ * Ed25519 private KeyObject signs `v1a`.
+ */
+export type SigningKey = Uint8Array | KeyObject;
+
+/** One signature of `id.timestamp.body`, with its version prefix. */
+export function signWith(key: SigningKey, id: string, timestampSeconds: number, body: string): string {
+  const content = Buffer.from(`${id}.${timestampSeconds}.${body}`, "utf8");
+  if (key instanceof Uint8Array) return `v1,${createHmac("sha256", key).update(content).digest("base64")}`;
+  return `v1a,${sign(null, content, key).toString("base64")}`;
 }
 
 /**
  * The three headers of one attempt. Each key signs; their signatures are
  * space-separated, which the specification allows so that a receiver holding
- * either secret verifies during a rotation.
+ * either key verifies during a rotation.
  */
 export function standardWebhooksHeaders(
-  keys: readonly Uint8Array[],
+  keys: readonly SigningKey[],
   id: string,
   timestampSeconds: number,
   body: string,
@@ -59,6 +83,6 @@ export function standardWebhooksHeaders(
   return {
     [WEBHOOK_ID_HEADER]: id,
     [WEBHOOK_TIMESTAMP_HEADER]: String(timestampSeconds),
-    [WEBHOOK_SIGNATURE_HEADER]: keys.map((key) => signWithSecret(key, id, timestampSeconds, body)).join(" "),
+    [WEBHOOK_SIGNATURE_HEADER]: keys.map((key) => signWith(key, id, timestampSeconds, body)).join(" "),
   };
 }

@@ -19,7 +19,7 @@ export interface CreateSubscriptionInput {
 
 /** What the owner verifies deliveries with, as the API shows it. */
 export interface SignatureKeys {
-  /** RSA_SHA256: the SPKI PEM public key. STANDARD_WEBHOOKS: the `whsec_` secret. */
+  /** RSA_SHA256: the SPKI PEM public key. STANDARD_WEBHOOKS: the `whsec_` secret. STANDARD_WEBHOOKS_ED25519: the `whpk_` public key. */
   signatureKey: string;
   /** The same for the key that takes over, during a rotation. */
   nextSignatureKey?: string;
@@ -165,7 +165,7 @@ export class Subscriptions {
    */
   signatureKeys(subscription: Subscription): SignatureKeys {
     const { publicKeyPem, privateKeyPem, nextPublicKeyPem, nextPrivateKeyPem } = subscription;
-    if (subscription.signatureScheme === "RSA_SHA256") {
+    if (subscription.signatureScheme !== "STANDARD_WEBHOOKS") {
       return { signatureKey: publicKeyPem, ...(nextPublicKeyPem ? { nextSignatureKey: nextPublicKeyPem } : {}) };
     }
     const open = (sealed: string) => this.deps.sealer.open(sealed, subscription.id);

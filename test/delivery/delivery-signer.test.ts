@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createPublicKey, randomBytes, verify } from "node:crypto";
 import test from "ava";
 import { Webhook } from "standardwebhooks";
 import { DeliverySigner } from "../../src/delivery/delivery-signer.js";
@@ -34,7 +34,13 @@ async function subscriptionOf(scheme: SignatureScheme, rotating = false) {
     createdAt: at,
     updatedAt: at,
   };
-  return { subscription, current: current.privateKeyPem, next: next.privateKeyPem, currentPublic: current.publicKeyPem };
+  return {
+    subscription,
+    current: current.privateKeyPem,
+    next: next.privateKeyPem,
+    currentPublic: current.publicKeyPem,
+    nextPublic: next.publicKeyPem,
+  };
 }
 
 const notification = (subscription: Subscription): Notification => ({
@@ -83,9 +89,36 @@ test("STANDARD_WEBHOOKS during a rotation: both secrets sign, so either verifies
   t.notThrows(() => new Webhook(next).verify(n.body, headers));
 });
 
+/** Whether a `v1a` signature in the headers verifies with the `whpk_` key, as a receiver checks it. */
+function verifiesV1a(publicKey: string, n: Notification, headers: Record<string, string>): boolean {
+  const key = createPublicKey({
+    key: { kty: "OKP", crv: "Ed25519", x: Buffer.from(publicKey.slice(5), "base64").toString("base64url") },
+    format: "jwk",
+  });
+  const signed = Buffer.from(`${headers["webhook-id"]}.${headers["webhook-timestamp"]}.${n.body}`);
+  return (headers["webhook-signature"] ?? "")
+    .split(" ")
+    .some((entry) => entry.startsWith("v1a,") && verify(null, signed, key, Buffer.from(entry.slice(4), "base64")));
+}
+
+test("STANDARD_WEBHOOKS_ED25519: v1a signatures the whpk_ key verifies, both keys during a rotation", async (t) => {
+  const signer = new DeliverySigner(sealer);
+  const { subscription, currentPublic, nextPublic } = await subscriptionOf("STANDARD_WEBHOOKS_ED25519", true);
+  const n = notification(subscription);
+  const headers = await signer.headers(n, subscription, 1);
+  t.like(headers, { "webhook-id": n.id, "X-JobAttempt": "1" });
+  t.regex(headers["webhook-signature"] ?? "", /^v1a,\S+ v1a,\S+$/);
+  t.true(verifiesV1a(currentPublic, n, headers));
+  t.true(verifiesV1a(nextPublic, n, headers));
+  const { nextPublicKeyPem: _p, nextPrivateKeyPem: _k, rotationDeadline: _d, ...settled } = subscription;
+  const alone = await signer.headers(n, settled, 2);
+  t.true(verifiesV1a(currentPublic, n, alone));
+  t.false(verifiesV1a(nextPublic, n, alone));
+});
+
 test("a key sealed for another subscription does not open: no headers", async (t) => {
   const signer = new DeliverySigner(sealer);
-  for (const scheme of ["RSA_SHA256", "STANDARD_WEBHOOKS"] as const) {
+  for (const scheme of ["RSA_SHA256", "STANDARD_WEBHOOKS", "STANDARD_WEBHOOKS_ED25519"] as const) {
     const { subscription } = await subscriptionOf(scheme);
     const moved = { ...subscription, id: `sub_${randomBytes(16).toString("hex")}` };
     await t.throwsAsync(signer.headers(notification(moved), moved, 0), undefined, scheme);

@@ -1,10 +1,12 @@
+import { createPrivateKey, createPublicKey, verify } from "node:crypto";
 import test from "ava";
 import { Webhook } from "standardwebhooks";
 import {
+  generateEd25519KeyPair,
   generateSecret,
   secretBytes,
   secretFingerprint,
-  signWithSecret,
+  signWith,
   standardWebhooksHeaders,
 } from "../../src/domain/standard-webhooks.js";
 
@@ -50,9 +52,27 @@ test("with two keys both signatures are sent, space-separated, and either secret
   const headers = standardWebhooksHeaders([secretBytes(current), secretBytes(next)], "ntf_2", now(), body);
   const signatures = headers["webhook-signature"]?.split(" ") ?? [];
   t.is(signatures.length, 2);
-  t.is(signatures[1], signWithSecret(secretBytes(next), "ntf_2", Number(headers["webhook-timestamp"]), body));
+  t.is(signatures[1], signWith(secretBytes(next), "ntf_2", Number(headers["webhook-timestamp"]), body));
   t.notThrows(() => new Webhook(current).verify(body, headers));
   t.notThrows(() => new Webhook(next).verify(body, headers));
   t.throws(() => new Webhook(generateSecret()).verify(body, headers));
   t.throws(() => standardWebhooksHeaders([], "ntf_3", now(), body), { message: /no key/ });
+});
+
+test("Ed25519: a whpk_ public key of 32 raw bytes, and v1a signatures it verifies", async (t) => {
+  const { publicKey, privateKeyPem } = await generateEd25519KeyPair();
+  t.regex(publicKey, /^whpk_[A-Za-z0-9+/]{43}=$/);
+  // The receiver's view: the raw key from whpk_, as a JWK, nothing of the service's encoding.
+  const verifier = createPublicKey({
+    key: { kty: "OKP", crv: "Ed25519", x: Buffer.from(publicKey.slice(5), "base64").toString("base64url") },
+    format: "jwk",
+  });
+  const timestamp = now();
+  const headers = standardWebhooksHeaders([createPrivateKey(privateKeyPem)], "ntf_4", timestamp, body);
+  const [version, signature] = (headers["webhook-signature"] ?? "").split(",");
+  t.is(version, "v1a");
+  const signed = Buffer.from(`ntf_4.${timestamp}.${body}`);
+  t.true(verify(null, signed, verifier, Buffer.from(signature ?? "", "base64")));
+  t.false(verify(null, Buffer.from(`ntf_5.${timestamp}.${body}`), verifier, Buffer.from(signature ?? "", "base64")));
+  t.throws(() => new Webhook(generateSecret()).verify(body, headers), { message: /No matching signature/ }, "no v1 to match");
 });

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/v1/subscription.proto.
  */
 export const file_webhooks_v1_subscription: GenFile = /*@__PURE__*/
-  fileDesc("Ch53ZWJob29rcy92MS9zdWJzY3JpcHRpb24ucHJvdG8SC3dlYmhvb2tzLnYxItsDCgxTdWJzY3JpcHRpb24SCgoCaWQYASABKAkSDQoFZXZlbnQYAiABKAkSCwoDdXJsGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhUKDXNpZ25hdHVyZV9rZXkYBSABKAkSDwoHZW5hYmxlZBgGIAEoCBIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIaChJuZXh0X3NpZ25hdHVyZV9rZXkYCSABKAkSNQoRcm90YXRpb25fZGVhZGxpbmUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWZhaWxpbmdfc2luY2UYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2Rpc2FibGVkX3JlYXNvbhgMIAEoCRIvCgtkaXNhYmxlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoQc2lnbmF0dXJlX3NjaGVtZRgOIAEoDjIcLndlYmhvb2tzLnYxLlNpZ25hdHVyZVNjaGVtZSKNAQoJRXZlbnRUeXBlEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCp8Cg9TaWduYXR1cmVTY2hlbWUSIAocU0lHTkFUVVJFX1NDSEVNRV9VTlNQRUNJRklFRBAAEh8KG1NJR05BVFVSRV9TQ0hFTUVfUlNBX1NIQTI1NhABEiYKIlNJR05BVFVSRV9TQ0hFTUVfU1RBTkRBUkRfV0VCSE9PS1MQAmIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch53ZWJob29rcy92MS9zdWJzY3JpcHRpb24ucHJvdG8SC3dlYmhvb2tzLnYxItsDCgxTdWJzY3JpcHRpb24SCgoCaWQYASABKAkSDQoFZXZlbnQYAiABKAkSCwoDdXJsGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhUKDXNpZ25hdHVyZV9rZXkYBSABKAkSDwoHZW5hYmxlZBgGIAEoCBIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIaChJuZXh0X3NpZ25hdHVyZV9rZXkYCSABKAkSNQoRcm90YXRpb25fZGVhZGxpbmUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWZhaWxpbmdfc2luY2UYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2Rpc2FibGVkX3JlYXNvbhgMIAEoCRIvCgtkaXNhYmxlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoQc2lnbmF0dXJlX3NjaGVtZRgOIAEoDjIcLndlYmhvb2tzLnYxLlNpZ25hdHVyZVNjaGVtZSKNAQoJRXZlbnRUeXBlEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCqsAQoPU2lnbmF0dXJlU2NoZW1lEiAKHFNJR05BVFVSRV9TQ0hFTUVfVU5TUEVDSUZJRUQQABIfChtTSUdOQVRVUkVfU0NIRU1FX1JTQV9TSEEyNTYQARImCiJTSUdOQVRVUkVfU0NIRU1FX1NUQU5EQVJEX1dFQkhPT0tTEAISLgoqU0lHTkFUVVJFX1NDSEVNRV9TVEFOREFSRF9XRUJIT09LU19FRDI1NTE5EANiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A subscription links one event type to one receiving URL of one client.
@@ -52,7 +52,8 @@ export type Subscription = Message<"webhooks.v1.Subscription"> & {
    * What verifies the deliveries. With `SIGNATURE_SCHEME_RSA_SHA256`: the
    * PEM-encoded (SPKI) RSA public key that verifies `X-Signature`. With
    * `SIGNATURE_SCHEME_STANDARD_WEBHOOKS`: the `whsec_…` secret that verifies
-   * `webhook-signature` (keep it secret: it could sign too).
+   * `webhook-signature` (keep it secret: it could sign too). With
+   * `SIGNATURE_SCHEME_STANDARD_WEBHOOKS_ED25519`: the `whpk_…` public key.
    *
    * @generated from field: string signature_key = 5;
    */
@@ -194,6 +195,15 @@ export enum SignatureScheme {
    * @generated from enum value: SIGNATURE_SCHEME_STANDARD_WEBHOOKS = 2;
    */
   STANDARD_WEBHOOKS = 2,
+
+  /**
+   * Standard Webhooks with an asymmetric key: as above, but `webhook-signature`
+   * is `v1a,` Base64 Ed25519 over `id.timestamp.body`, verified with the
+   * `whpk_…` public key.
+   *
+   * @generated from enum value: SIGNATURE_SCHEME_STANDARD_WEBHOOKS_ED25519 = 3;
+   */
+  STANDARD_WEBHOOKS_ED25519 = 3,
 }
 
 /**
