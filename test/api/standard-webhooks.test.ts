@@ -183,13 +183,13 @@ test("REST: the scheme defaults to RSA_SHA256; a bad one is a 400 naming the cho
   t.like(bogus.json, {
     code: "invalid_argument",
     message:
-      "signatureScheme must be one of UNSPECIFIED, RSA_SHA256, STANDARD_WEBHOOKS (or their full names, e.g. SIGNATURE_SCHEME_STANDARD_WEBHOOKS)",
+      "signatureScheme must be one of UNSPECIFIED, RSA_SHA256, STANDARD_WEBHOOKS, STANDARD_WEBHOOKS_ED25519 (or their full names, e.g. SIGNATURE_SCHEME_STANDARD_WEBHOOKS_ED25519)",
   });
   const number = await rest(running.baseUrl, "POST", BASE, { event: "Order.Created", url, signatureScheme: 7 }, owner.auth);
   t.is(number.status, 400, number.text);
   t.like(number.json, {
     code: "invalid_argument",
-    message: "signatureScheme 7 is not a signature scheme; use RSA_SHA256 or STANDARD_WEBHOOKS",
+    message: "signatureScheme 7 is not a signature scheme; use one of RSA_SHA256, STANDARD_WEBHOOKS, STANDARD_WEBHOOKS_ED25519",
   });
 
   const change = await rest(running.baseUrl, "PATCH", `${BASE}/${plain.json.id}`, { signatureScheme: "STANDARD_WEBHOOKS" }, owner.auth);
