@@ -1,3 +1,4 @@
+import { createPrivateKey } from "node:crypto";
 import test from "ava";
 import { Webhook } from "standardwebhooks";
 import {
@@ -11,7 +12,7 @@ import {
   verifyNotification,
 } from "../../packages/receiver/src/index.js";
 import { buildNotificationBody } from "../../src/domain/notification-body.js";
-import { generateSecret, secretBytes, standardWebhooksHeaders } from "../../src/domain/standard-webhooks.js";
+import { generateEd25519KeyPair, generateSecret, secretBytes, standardWebhooksHeaders } from "../../src/domain/standard-webhooks.js";
 
 // Deliveries signed by the `standardwebhooks` library (and, for two signatures, by the service's own signing code).
 
@@ -110,4 +111,30 @@ test("createReceiver: STANDARD_WEBHOOKS takes whsec_ secrets only, and processes
   t.like(JSON.parse((await receiver.handle({ body: bytes, headers: { ...headers, "x-jobattempt": "1" } })).body), { status: "duplicate" });
   t.is((await receiver.handle({ body: bytes, headers: { ...headers, "webhook-signature": "v1,AAAA" } })).status, 401);
   t.deepEqual(seen, [JOB_ID]);
+});
+
+test("Ed25519: whpk_ public keys verify v1a signatures, either key during a rotation; a v1 secret does not", async (t) => {
+  const [old, fresh] = await Promise.all([generateEd25519KeyPair(), generateEd25519KeyPair()]);
+  const sign = (...pems: string[]) => ({
+    ...delivery(),
+    keys: [old.publicKey],
+    headers: {
+      ...standardWebhooksHeaders(
+        pems.map((pem) => createPrivateKey(pem)),
+        JOB_ID,
+        Math.floor(SENT.getTime() / 1000),
+        body,
+      ),
+      "x-jobattempt": "2",
+    },
+  });
+  t.like(verifyNotification(sign(old.privateKeyPem)), { jobId: JOB_ID, attempt: 2, keyIndex: 0 });
+  const rotating = sign(old.privateKeyPem, fresh.privateKeyPem);
+  t.is(verifyNotification({ ...rotating, keys: [fresh.publicKey] }).keyIndex, 0);
+  t.is(verifyNotification({ ...rotating, keys: [current, fresh.publicKey] }).keyIndex, 1, "secrets and public keys mix");
+  t.throws(() => verifyNotification({ ...sign(fresh.privateKeyPem), keys: [old.publicKey] }), { instanceOf: InvalidSignatureError });
+  const signed = sign(old.privateKeyPem);
+  const truncated = { ...signed.headers, "webhook-signature": "v1a,AAAA v1,AAAA" };
+  t.throws(() => verifyNotification({ ...signed, headers: truncated }), { instanceOf: InvalidSignatureError });
+  t.throws(() => verifyNotification({ ...signed, keys: ["whpk_AAAA"] }), { instanceOf: TypeError, message: /whpk_/ });
 });
