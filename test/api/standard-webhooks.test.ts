@@ -11,6 +11,7 @@ import {
 import { adminAuth, createClient } from "../helpers/admin.js";
 import { grpcCall } from "../helpers/grpc.js";
 import { type ReceivedRequest, Receiver } from "../helpers/receiver.js";
+import { startSdkReceiver } from "../helpers/sdk-receiver.js";
 import { rest, sharedService } from "../helpers/service.js";
 
 // Subscriptions that sign as Standard Webhooks, checked by the `standardwebhooks` library, a verifier we did not write.
@@ -161,6 +162,45 @@ test("across a key rotation: both secrets sign until it is confirmed, then only 
   t.true(verifies(newSecret, after));
   t.false(verifies(oldSecret, after), "the old secret is retired");
   t.like((await rest(running.baseUrl, "GET", `${BASE}/${id}`, undefined, owner.auth)).json, { signatureKey: newSecret });
+});
+
+test("Ed25519: the receiver SDK verifies v1a deliveries with the whpk_ keys, before, during and after a rotation", async (t) => {
+  const owner = await createClient(running.baseUrl, "Ed25519 receiver");
+  let keys: string[] = [];
+  const receiver = await startSdkReceiver("http", { scheme: "STANDARD_WEBHOOKS", keys: () => keys });
+  t.teardown(() => receiver.close());
+  const created = await rest(
+    running.baseUrl,
+    "POST",
+    BASE,
+    { event: "Payment.Succeeded", url: receiver.url, signatureScheme: "STANDARD_WEBHOOKS_ED25519" },
+    owner.auth,
+  );
+  t.is(created.status, 200, created.text);
+  t.is(created.json.signatureScheme, "SIGNATURE_SCHEME_STANDARD_WEBHOOKS_ED25519");
+  const id = created.json.id as string;
+  const oldKey = created.json.signatureKey as string;
+  t.regex(oldKey, /^whpk_[A-Za-z0-9+/]{43}=$/);
+  const deliver = async (phase: string) => {
+    const sample = { event: "Payment.Succeeded", url: receiver.url };
+    const answer = await rest(running.baseUrl, "POST", `${BASE}/triggerSampleEventNotification`, sample, owner.auth);
+    t.is(answer.status, 200, answer.text);
+    await receiver.waitUntil(() => receiver.calls.some((call) => call.jobId === answer.json.jobId), `the ${phase} delivery`);
+    return receiver.calls.find((call) => call.jobId === answer.json.jobId);
+  };
+
+  keys = [oldKey];
+  t.like(await deliver("first"), { keyIndex: 0, attempt: 0, event: "Payment.Succeeded" });
+  const rotating = await rest(running.baseUrl, "POST", `${BASE}/${id}/rotateSignatureKey`, {}, owner.auth);
+  const newKey = rotating.json.nextSignatureKey as string;
+  t.regex(newKey, /^whpk_/);
+  keys = [newKey];
+  t.like(await deliver("rotating"), { keyIndex: 0 }, "the new key alone verifies while both sign");
+  await rest(running.baseUrl, "POST", `${BASE}/${id}/confirmSignatureKeyRotation`, {}, owner.auth);
+  keys = [oldKey, newKey];
+  t.like(await deliver("confirmed"), { keyIndex: 1 }, "only the new key signs once confirmed");
+  t.deepEqual(receiver.errors, [], "no delivery was refused");
+  t.true(receiver.requests.every((request) => /^v1a,/.test(String(request.headers["webhook-signature"]))));
 });
 
 test("REST: the scheme defaults to RSA_SHA256; a bad one is a 400 naming the choices; it cannot change later", async (t) => {
