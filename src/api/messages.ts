@@ -1,6 +1,16 @@
 import { create } from "@bufbuild/protobuf";
 import { type Timestamp, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { Client, DeliveryAttempt, EventType, Notification, NotificationStatus, Subscription } from "../domain/model.js";
+import { ValidationError } from "../domain/errors.js";
+import type {
+  Client,
+  DeliveryAttempt,
+  EventType,
+  Notification,
+  NotificationStatus,
+  SignatureScheme,
+  Subscription,
+} from "../domain/model.js";
+import type { SignatureKeys } from "../domain/subscriptions.js";
 import { type Client as ClientMessage, ClientSchema } from "../gen/webhooks/v1/client_service_pb.js";
 import {
   type DeliveryAttempt as DeliveryAttemptMessage,
@@ -12,6 +22,7 @@ import {
 import {
   type EventType as EventTypeMessage,
   EventTypeSchema,
+  SignatureScheme as Scheme,
   type Subscription as SubscriptionMessage,
   SubscriptionSchema,
 } from "../gen/webhooks/v1/subscription_pb.js";
@@ -20,17 +31,38 @@ import {
 
 const timestamp = (date: Date | undefined): Timestamp | undefined => (date ? timestampFromDate(date) : undefined);
 
-export function toSubscriptionMessage(s: Subscription): SubscriptionMessage {
+const SCHEME_TO_MESSAGE: Record<SignatureScheme, Scheme> = {
+  RSA_SHA256: Scheme.RSA_SHA256,
+  STANDARD_WEBHOOKS: Scheme.STANDARD_WEBHOOKS,
+  STANDARD_WEBHOOKS_ED25519: Scheme.STANDARD_WEBHOOKS_ED25519,
+};
+
+/** The scheme a request asks for; undefined for the default. A number no scheme has (gRPC sends any) is refused. */
+export function schemeFromMessage(scheme: Scheme): SignatureScheme | undefined {
+  if (scheme === Scheme.UNSPECIFIED) return undefined;
+  const found = (Object.entries(SCHEME_TO_MESSAGE) as [SignatureScheme, Scheme][]).find(([, value]) => value === scheme)?.[0];
+  if (!found) {
+    throw new ValidationError(
+      `signatureScheme ${scheme} is not a signature scheme; use one of ${Object.keys(SCHEME_TO_MESSAGE).join(", ")}`,
+      "signatureScheme",
+    );
+  }
+  return found;
+}
+
+/** `keys` are the ones the owner verifies with (Subscriptions.signatureKeys). */
+export function toSubscriptionMessage(s: Subscription, keys: SignatureKeys): SubscriptionMessage {
   return create(SubscriptionSchema, {
     id: s.id,
     event: s.event,
     url: s.url,
     description: s.description,
-    signatureKey: s.publicKeyPem,
+    signatureScheme: SCHEME_TO_MESSAGE[s.signatureScheme],
+    signatureKey: keys.signatureKey,
     enabled: s.enabled,
     createdAt: timestamp(s.createdAt),
     updatedAt: timestamp(s.updatedAt),
-    nextSignatureKey: s.nextPublicKeyPem ?? "",
+    nextSignatureKey: keys.nextSignatureKey ?? "",
     rotationDeadline: timestamp(s.rotationDeadline),
     failingSince: timestamp(s.failingSince),
     disabledReason: s.disabledReason ?? "",

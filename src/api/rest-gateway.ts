@@ -5,7 +5,7 @@ import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { edgeContextValues, edgeFactsOf } from "./edge-facts.js";
 import { discardBody, HttpError, type NodeRequest, parseJsonObject, readBody } from "./http-body.js";
 import { type HttpBinding, matchPath, readHttpBindings } from "./http-rules.js";
-import { queryFields } from "./query-parameters.js";
+import { bodyFields, queryFields } from "./rest-fields.js";
 
 export type NodeResponse = ServerResponse | Http2ServerResponse;
 
@@ -105,7 +105,7 @@ export class RestGateway {
         throw new HttpError(415, "invalid_argument", "Content-Type must be application/json");
       }
       const json = parseJsonObject(bytes);
-      message = binding.body === "*" ? json : { [binding.body]: json };
+      message = binding.body === "*" ? bodyFields(binding.method.input, json) : { [binding.body]: json };
     } else {
       // Fields not bound to the path or body come from the query string.
       message = queryFields(binding.method.input, query);

@@ -1,10 +1,11 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { EventCatalog } from "../domain/event-catalog.js";
+import type { Subscription } from "../domain/model.js";
 import type { Notifications } from "../domain/notifications.js";
 import type { Subscriptions } from "../domain/subscriptions.js";
 import type { SubscriptionService } from "../gen/webhooks/v1/subscription_service_pb.js";
 import { requireClient } from "./interceptors.js";
-import { toEventTypeMessage, toSubscriptionMessage } from "./messages.js";
+import { schemeFromMessage, toEventTypeMessage, toSubscriptionMessage } from "./messages.js";
 
 export function createSubscriptionService(deps: {
   catalog: EventCatalog;
@@ -12,6 +13,7 @@ export function createSubscriptionService(deps: {
   notifications: Notifications;
 }): ServiceImpl<typeof SubscriptionService> {
   const { subscriptions } = deps;
+  const view = (subscription: Subscription) => toSubscriptionMessage(subscription, subscriptions.signatureKeys(subscription));
   return {
     async listEvents() {
       return { events: (await deps.catalog.list()).map(toEventTypeMessage) };
@@ -19,8 +21,14 @@ export function createSubscriptionService(deps: {
 
     async createSubscription(req, context) {
       const client = requireClient(context.values);
-      const subscription = await subscriptions.create(client.id, { event: req.event, url: req.url, description: req.description });
-      return { subscription: toSubscriptionMessage(subscription) };
+      const signatureScheme = schemeFromMessage(req.signatureScheme);
+      const subscription = await subscriptions.create(client.id, {
+        event: req.event,
+        url: req.url,
+        description: req.description,
+        ...(signatureScheme ? { signatureScheme } : {}),
+      });
+      return { subscription: view(subscription) };
     },
 
     async triggerSampleEventNotification(req, context) {
@@ -30,11 +38,11 @@ export function createSubscriptionService(deps: {
 
     async listSubscriptions(req, context) {
       const page = await subscriptions.list(requireClient(context.values).id, req.pageSize, req.pageToken);
-      return { subscriptions: page.items.map(toSubscriptionMessage), nextPageToken: page.nextPageToken };
+      return { subscriptions: page.items.map(view), nextPageToken: page.nextPageToken };
     },
 
     async getSubscription(req, context) {
-      return { subscription: toSubscriptionMessage(await subscriptions.get(requireClient(context.values).id, req.id)) };
+      return { subscription: view(await subscriptions.get(requireClient(context.values).id, req.id)) };
     },
 
     async updateSubscription(req, context) {
@@ -43,7 +51,7 @@ export function createSubscriptionService(deps: {
         ...(req.description === undefined ? {} : { description: req.description }),
         ...(req.enabled === undefined ? {} : { enabled: req.enabled }),
       });
-      return { subscription: toSubscriptionMessage(updated) };
+      return { subscription: view(updated) };
     },
 
     async deleteSubscription(req, context) {
@@ -52,11 +60,11 @@ export function createSubscriptionService(deps: {
     },
 
     async rotateSignatureKey(req, context) {
-      return { subscription: toSubscriptionMessage(await subscriptions.rotateKey(requireClient(context.values).id, req.id)) };
+      return { subscription: view(await subscriptions.rotateKey(requireClient(context.values).id, req.id)) };
     },
 
     async confirmSignatureKeyRotation(req, context) {
-      return { subscription: toSubscriptionMessage(await subscriptions.confirmRotation(requireClient(context.values).id, req.id)) };
+      return { subscription: view(await subscriptions.confirmRotation(requireClient(context.values).id, req.id)) };
     },
   };
 }

@@ -1,12 +1,11 @@
-import { createPrivateKey, type KeyObject } from "node:crypto";
 import type { Logger } from "pino";
 import type { DeliveryEvent, DeliveryObserver } from "../domain/delivery-events.js";
 import type { KeySealer } from "../domain/key-sealing.js";
 import { type Notification, SUBSCRIPTION_DELETED, type Subscription } from "../domain/model.js";
 import type { Store } from "../domain/ports.js";
 import type { RetryPolicy } from "../domain/retry-policy.js";
-import { signBody } from "../domain/signature.js";
 import { settleRotation } from "../domain/subscriptions.js";
+import { DeliverySigner, remember } from "./delivery-signer.js";
 import type { HttpSender } from "./http-sender.js";
 
 /** What the scheduler does after an attempt. */
@@ -17,21 +16,11 @@ export type AttemptOutcome =
   /** Shutdown interrupted the attempt: run the same attempt again later. */
   | { kind: "requeue" };
 
-const KEY_CACHE_LIMIT = 10_000;
 /** Reads in hand for first attempts about to run (see expect); older ones are read again. */
 const EXPECTED_LIMIT = 10_000;
 const EXPECTED_MAX_AGE_MS = 2_000;
-/** Signatures kept for notifications awaiting a retry in this process; the oldest go first. */
-const SIGNATURE_CACHE_LIMIT = 10_000;
 
 type Level = "info" | "warn" | "error";
-
-/** Sets `key` as the newest entry of `map`, dropping the oldest once `limit` entries are held. */
-function remember<K, V>(map: Map<K, V>, key: K, value: V, limit: number): void {
-  map.delete(key);
-  if (map.size >= limit) map.delete(map.keys().next().value as K);
-  map.set(key, value);
-}
 
 /** One attempt's log lines: its fields are added to a line only when the line is written. */
 class AttemptLog {
@@ -64,14 +53,7 @@ class AttemptLog {
  * nothing of Agenda; the scheduler maps its outcome onto the job.
  */
 export class DeliveryWorker {
-  readonly #keys = new Map<string, { pem: string; key: KeyObject }>();
-  /**
-   * A retry sends the signature its notification's first attempt made, as
-   * long as the subscription's key is the same KeyObject (a rotation or a
-   * new key makes a new one, and a new signature). RSA PKCS#1 v1.5 is
-   * deterministic: the bytes are those a new signing would give.
-   */
-  readonly #signatures = new Map<string, { key: KeyObject; signature: string }>();
+  readonly #signer: DeliverySigner;
   readonly #expected = new Map<string, { notification: Notification; subscription: Subscription; at: number }>();
 
   constructor(
@@ -87,7 +69,9 @@ export class DeliveryWorker {
       log: Logger;
       shutdown: AbortSignal;
     },
-  ) {}
+  ) {
+    this.#signer = new DeliverySigner(deps.sealer);
+  }
 
   get maxRetries(): number {
     return this.deps.retryPolicy.delaysMs.length;
@@ -133,9 +117,9 @@ export class DeliveryWorker {
       return { kind: "done" };
     }
 
-    let signature: string;
+    let headers: Record<string, string>;
     try {
-      signature = await this.#sign(notificationId, notification.body, this.#signingKey(subscription));
+      headers = await this.#signer.headers(notification, subscription, attempt);
     } catch (err) {
       // A key that does not open (another SIGNING_MASTER_KEY, a damaged row)
       // will not open on a retry either: fail visibly instead of looping.
@@ -147,11 +131,7 @@ export class DeliveryWorker {
     const result = await this.deps.sender.send({
       url: subscription.url,
       body: notification.body,
-      headers: {
-        "X-Signature": signature,
-        "X-JobId": notification.id,
-        "X-JobAttempt": String(attempt),
-      },
+      headers,
       signal: this.deps.shutdown,
     });
     onRequestDone?.();
@@ -165,7 +145,7 @@ export class DeliveryWorker {
     const gone = result.statusCode === 410;
     const lastAttempt = gone || attempt >= this.maxRetries;
     const status = succeeded ? "delivered" : lastAttempt ? "failed" : "pending";
-    if (status !== "pending") this.#signatures.delete(notificationId);
+    if (status !== "pending") this.#signer.forget(notificationId);
     const record = {
       notificationId,
       attempt,
@@ -242,22 +222,5 @@ export class DeliveryWorker {
     if (!expected) return undefined;
     this.#expected.delete(notificationId);
     return Date.now() - expected.at < EXPECTED_MAX_AGE_MS ? expected : undefined;
-  }
-
-  async #sign(notificationId: string, body: string, key: KeyObject): Promise<string> {
-    const kept = this.#signatures.get(notificationId);
-    if (kept?.key === key) return kept.signature;
-    const signature = await signBody(body, key);
-    remember(this.#signatures, notificationId, { key, signature }, SIGNATURE_CACHE_LIMIT);
-    return signature;
-  }
-
-  /** Unsealing and parsing cost more than signing; keep the KeyObject per subscription key. */
-  #signingKey(subscription: Subscription): KeyObject {
-    const cached = this.#keys.get(subscription.id);
-    if (cached && cached.pem === subscription.privateKeyPem) return cached.key;
-    const key = createPrivateKey(this.deps.sealer.open(subscription.privateKeyPem, subscription.id));
-    remember(this.#keys, subscription.id, { pem: subscription.privateKeyPem, key }, KEY_CACHE_LIMIT);
-    return key;
   }
 }

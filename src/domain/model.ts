@@ -31,6 +31,14 @@ export interface EventType {
   updatedAt: Date;
 }
 
+/**
+ * How deliveries are signed: `RSA_SHA256` is the specification's
+ * `X-Signature`; `STANDARD_WEBHOOKS` signs as standardwebhooks.com says, with
+ * a symmetric `whsec_` secret (`v1`), and `STANDARD_WEBHOOKS_ED25519` with an
+ * Ed25519 key (`v1a`). Chosen when a subscription is created.
+ */
+export type SignatureScheme = "RSA_SHA256" | "STANDARD_WEBHOOKS" | "STANDARD_WEBHOOKS_ED25519";
+
 export interface Subscription {
   id: string;
   clientId: string;
@@ -38,9 +46,19 @@ export interface Subscription {
   url: string;
   description: string;
   enabled: boolean;
-  /** SPKI PEM, handed to the subscriber to verify `X-Signature`. */
+  signatureScheme: SignatureScheme;
+  /**
+   * Stored in the clear. RSA_SHA256: the SPKI PEM handed to the subscriber to
+   * verify `X-Signature`. STANDARD_WEBHOOKS_ED25519: the `whpk_` public key.
+   * STANDARD_WEBHOOKS: the secret's fingerprint (the secret is the verifying
+   * key, so it is kept sealed in `privateKeyPem`).
+   */
   publicKeyPem: string;
-  /** PKCS#8 PEM sealed with AES-256-GCM (see key-sealing.ts); never leaves the service. */
+  /**
+   * Sealed with AES-256-GCM (see key-sealing.ts). RSA_SHA256 and
+   * STANDARD_WEBHOOKS_ED25519: the PKCS#8 PEM, which never leaves the service.
+   * STANDARD_WEBHOOKS: the `whsec_` secret, shown to its owner only.
+   */
   privateKeyPem: string;
   /** During a key rotation: the pair that takes over at `rotationDeadline` or on confirmation. */
   nextPublicKeyPem?: string;

@@ -50,7 +50,8 @@ export interface SubscriptionStore {
   /** The client's enabled subscriptions to this event (publishing fans out to these). */
   listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]>;
   /**
-   * Writes the owner-controlled fields (not the failure streak), only if the
+   * Writes the owner-controlled fields (not the failure streak, nor the
+   * signature scheme, fixed at creation), only if the
    * stored `updatedAt` still equals `expectedUpdatedAt`; false when it changed
    * meanwhile or is gone.
    */

@@ -2,10 +2,10 @@ import { ConflictError, NotFoundError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
 import { isWellFormedId, newId } from "./ids.js";
 import type { KeySealer } from "./key-sealing.js";
-import type { Subscription } from "./model.js";
+import type { SignatureScheme, Subscription } from "./model.js";
 import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
 import type { SubscriptionStore } from "./ports.js";
-import { generateSigningKeyPair } from "./signature.js";
+import { DEFAULT_SIGNATURE_SCHEME, generateKeyMaterial } from "./signature-schemes.js";
 import { normaliseTargetUrl, type TargetPolicy } from "./target-url.js";
 import { assertPlainText } from "./text.js";
 
@@ -13,6 +13,16 @@ export interface CreateSubscriptionInput {
   event: string;
   url: string;
   description: string;
+  /** Fixed for the subscription's life; RSA_SHA256 when absent. */
+  signatureScheme?: SignatureScheme;
+}
+
+/** What the owner verifies deliveries with, as the API shows it. */
+export interface SignatureKeys {
+  /** RSA_SHA256: the SPKI PEM public key. STANDARD_WEBHOOKS: the `whsec_` secret. STANDARD_WEBHOOKS_ED25519: the `whpk_` public key. */
+  signatureKey: string;
+  /** The same for the key that takes over, during a rotation. */
+  nextSignatureKey?: string;
 }
 
 export interface SubscriptionChanges {
@@ -60,7 +70,8 @@ export class Subscriptions {
     const event = (await this.deps.catalog.require(input.event)).name;
     const url = normaliseTargetUrl(input.url, this.deps.targetPolicy);
     assertDescription(input.description);
-    const keys = await generateSigningKeyPair(this.deps.signingKeyBits);
+    const signatureScheme = input.signatureScheme ?? DEFAULT_SIGNATURE_SCHEME;
+    const keys = await generateKeyMaterial(signatureScheme, this.deps.signingKeyBits);
     const now = new Date();
     const id = newId("sub");
     const subscription: Subscription = {
@@ -70,6 +81,7 @@ export class Subscriptions {
       url,
       description: input.description,
       enabled: true,
+      signatureScheme,
       publicKeyPem: keys.publicKeyPem,
       privateKeyPem: this.deps.sealer.seal(keys.privateKeyPem, id),
       createdAt: now,
@@ -126,7 +138,7 @@ export class Subscriptions {
   /** Starts a rotation; rotating again replaces the pending key. */
   async rotateKey(clientId: string, id: string): Promise<Subscription> {
     const current = await this.get(clientId, id);
-    const keys = await generateSigningKeyPair(this.deps.signingKeyBits);
+    const keys = await generateKeyMaterial(current.signatureScheme, this.deps.signingKeyBits);
     const now = new Date();
     return this.#save(
       {
@@ -145,6 +157,19 @@ export class Subscriptions {
     const current = await this.get(clientId, id);
     if (!current.nextPublicKeyPem) throw new ValidationError("no key rotation is in progress; start one with rotateSignatureKey");
     return this.#save({ ...settleRotation({ ...current, rotationDeadline: new Date(0) }), updatedAt: new Date() }, current.updatedAt);
+  }
+
+  /**
+   * What the owner verifies with. A Standard Webhooks secret is unsealed for
+   * the answer: it is the verifying key, and only its owner reads it.
+   */
+  signatureKeys(subscription: Subscription): SignatureKeys {
+    const { publicKeyPem, privateKeyPem, nextPublicKeyPem, nextPrivateKeyPem } = subscription;
+    if (subscription.signatureScheme !== "STANDARD_WEBHOOKS") {
+      return { signatureKey: publicKeyPem, ...(nextPublicKeyPem ? { nextSignatureKey: nextPublicKeyPem } : {}) };
+    }
+    const open = (sealed: string) => this.deps.sealer.open(sealed, subscription.id);
+    return { signatureKey: open(privateKeyPem), ...(nextPrivateKeyPem ? { nextSignatureKey: open(nextPrivateKeyPem) } : {}) };
   }
 
   /**

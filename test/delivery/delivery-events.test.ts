@@ -46,6 +46,7 @@ test("the worker tells its observer of each attempt it starts and finishes, and 
     url: receiver.url,
     description: "",
     enabled: true,
+    signatureScheme: "RSA_SHA256",
     publicKeyPem: keys.publicKeyPem,
     privateKeyPem: sealer.seal(keys.privateKeyPem, subscriptionId),
     createdAt: at,

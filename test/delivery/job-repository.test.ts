@@ -58,6 +58,7 @@ async function oneRun(
     url: "https://receiver.example/hook",
     description: "",
     enabled: true,
+    signatureScheme: "RSA_SHA256",
     publicKeyPem: "pem",
     privateKeyPem: "sealed",
     createdAt: at,

@@ -40,6 +40,7 @@ async function subscribe(opened: OpenStore, clientId: string, url = "https://rec
     url,
     description: "",
     enabled: true,
+    signatureScheme: "RSA_SHA256",
     publicKeyPem: "pem",
     privateKeyPem: "sealed",
     createdAt: at,

@@ -72,6 +72,7 @@ for (const target of storeTargets()) {
         url: receiver.url,
         description: "",
         enabled: true,
+        signatureScheme: "RSA_SHA256",
         publicKeyPem: keys.publicKeyPem,
         privateKeyPem: sealer.seal(keys.privateKeyPem, subscriptionId),
         createdAt: now,

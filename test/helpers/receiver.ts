@@ -78,13 +78,18 @@ export class Receiver {
   }
 
   /** Resolves with the first request carrying this X-JobId; rejects after `timeoutMs`. */
-  async waitForJob(jobId: string, timeoutMs = 20_000): Promise<ReceivedRequest> {
+  waitForJob(jobId: string, timeoutMs = 20_000): Promise<ReceivedRequest> {
+    return this.waitForRequest((request) => request.headers["x-jobid"] === jobId, `job ${jobId}`, timeoutMs);
+  }
+
+  /** Resolves with the first request that `matches`; rejects after `timeoutMs`. */
+  async waitForRequest(matches: (request: ReceivedRequest) => boolean, what: string, timeoutMs = 20_000): Promise<ReceivedRequest> {
     const deadline = Date.now() + timeoutMs;
     for (let seen = 0; ; seen = this.requests.length) {
-      const found = this.requests.find((request) => request.headers["x-jobid"] === jobId);
+      const found = this.requests.find(matches);
       if (found) return found;
       await this.waitFor(seen + 1, Math.max(1, deadline - Date.now())).catch(() => {
-        throw new Error(`receiver got no request for job ${jobId} within ${timeoutMs} ms`);
+        throw new Error(`receiver got no request for ${what} within ${timeoutMs} ms`);
       });
     }
   }

@@ -34,6 +34,7 @@ function subscription(clientId: string, overrides: Partial<Subscription> = {}): 
     url: "https://example.com/hook",
     description: "contract",
     enabled: true,
+    signatureScheme: "RSA_SHA256",
     publicKeyPem: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n",
     privateKeyPem: "-----BEGIN PRIVATE KEY-----\nBBBB\n-----END PRIVATE KEY-----\n",
     createdAt: seconds(1),
@@ -76,11 +77,12 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<Co
     const older = subscription(owner.id, { createdAt: seconds(1) });
     const newer = subscription(owner.id, { createdAt: seconds(2), event: "Order.Shipped", enabled: false });
     const foreign = subscription(other.id);
-    const elsewhere = subscription(owner.id, { url: "https://example.com/other" });
+    const elsewhere = subscription(owner.id, { url: "https://example.com/other", signatureScheme: "STANDARD_WEBHOOKS" });
     for (const s of [newer, foreign, older, elsewhere]) await subscriptions.insert(s);
 
     t.deepEqual(await subscriptions.get(older.id), older);
     t.deepEqual(await subscriptions.get(newer.id), newer);
+    t.deepEqual(await subscriptions.get(elsewhere.id), elsewhere);
     t.is(await subscriptions.get(newId("sub")), undefined);
     t.is(await subscriptions.get("../../etc/passwd"), undefined);
     t.deepEqual(
@@ -190,7 +192,12 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<Co
   test(`${name}: a delivery reads each notification with its subscription, together or after the subscription is gone`, async (t) => {
     const store = await open();
     const client = await store.clients.ensureWithKey("delivery reads", newId("cli"));
-    const kept = subscription(client.id, { failingSince: seconds(3), nextPrivateKeyPem: "next-private", rotationDeadline: seconds(9) });
+    const kept = subscription(client.id, {
+      signatureScheme: "STANDARD_WEBHOOKS",
+      failingSince: seconds(3),
+      nextPrivateKeyPem: "next-private",
+      rotationDeadline: seconds(9),
+    });
     const dropped = subscription(client.id);
     for (const s of [kept, dropped]) await store.subscriptions.insert(s);
     const notifications = Array.from({ length: 6 }, (_, i) =>

@@ -15,6 +15,13 @@ const HOUR = 60 * MINUTE;
  */
 export const DEFAULT_TOLERANCE_MS = 30 * HOUR;
 
+/**
+ * How old a send time signed for each attempt (Standard Webhooks'
+ * `webhook-timestamp`) may be: 5 minutes, as the Standard Webhooks libraries
+ * allow. Every retry is signed anew, so it holds for retries too.
+ */
+export const SIGNED_SEND_TIME_TOLERANCE_MS = 5 * MINUTE;
+
 /** How far in the future a `Timestamp` may lie: the service's and the receiver's clocks drift apart. */
 export const MAX_CLOCK_SKEW_MS = 5 * MINUTE;
 
@@ -27,21 +34,21 @@ export function assertTolerance(tolerance: Tolerance): void {
   }
 }
 
-/** Throws a StaleTimestampError unless `timestamp` lies within the tolerance of `now`. */
-export function assertFresh(timestamp: Date, now: number, tolerance: Tolerance): void {
+/** Throws a StaleTimestampError unless `timestamp` (named `what` in the message) lies within the tolerance of `now`. */
+export function assertFresh(timestamp: Date, now: number, tolerance: Tolerance, what = "the Timestamp"): void {
   const ageMs = now - timestamp.getTime();
   if (ageMs < -MAX_CLOCK_SKEW_MS) {
     throw new StaleTimestampError(
       timestamp,
       ageMs,
-      `the Timestamp ${timestamp.toISOString()} lies ${Math.round(-ageMs / 1000)} s in the future (more than the ${MAX_CLOCK_SKEW_MS / MINUTE} min clocks may drift)`,
+      `${what} ${timestamp.toISOString()} lies ${Math.round(-ageMs / 1000)} s in the future (more than the ${MAX_CLOCK_SKEW_MS / MINUTE} min clocks may drift)`,
     );
   }
   if (tolerance !== false && ageMs > tolerance) {
     throw new StaleTimestampError(
       timestamp,
       ageMs,
-      `the Timestamp ${timestamp.toISOString()} is ${Math.round(ageMs / 1000)} s old, older than the tolerance of ${Math.round(tolerance / 1000)} s`,
+      `${what} ${timestamp.toISOString()} is ${Math.round(ageMs / 1000)} s old, older than the tolerance of ${Math.round(tolerance / 1000)} s`,
     );
   }
 }

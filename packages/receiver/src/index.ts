@@ -10,7 +10,7 @@ export {
   StaleTimestampError,
   WebhookVerificationError,
 } from "./errors.js";
-export { DEFAULT_TOLERANCE_MS, MAX_CLOCK_SKEW_MS, type Tolerance } from "./freshness.js";
+export { DEFAULT_TOLERANCE_MS, MAX_CLOCK_SKEW_MS, SIGNED_SEND_TIME_TOLERANCE_MS, type Tolerance } from "./freshness.js";
 export type { HeadersInput } from "./headers.js";
 export type { KeyInput } from "./keys.js";
 export type { JsonValue, Payload } from "./notification.js";
@@ -25,6 +25,7 @@ export {
   type ReceiverResponse,
 } from "./receiver.js";
 export { SCHEMES, type SchemeName, type SchemeResult, type SignatureScheme } from "./schemes/index.js";
+export { WEBHOOK_ID_HEADER, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from "./schemes/standard-webhooks.js";
 export { JOB_ATTEMPT_HEADER, JOB_ID_HEADER, MAX_ATTEMPT, SIGNATURE_HEADER } from "./schemes/x-signature.js";
 export type { ClaimResult, SeenStore } from "./seen-store.js";
 export { MemorySeenStore, type MemorySeenStoreOptions } from "./seen-stores/memory.js";

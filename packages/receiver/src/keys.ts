@@ -1,8 +1,10 @@
 import { createPublicKey, type KeyObject } from "node:crypto";
+import type { SignatureScheme } from "./schemes/scheme.js";
 
 /**
- * A key as the subscription API returns it (`signatureKey`, `nextSignatureKey`:
- * a PEM SPKI public key), or a `KeyObject` made from one.
+ * A key as the subscription API returns it (`signatureKey`, `nextSignatureKey`):
+ * a PEM SPKI public key or a `KeyObject` made from one; with the
+ * STANDARD_WEBHOOKS scheme, the `whsec_…` secret.
  */
 export type KeyInput = string | KeyObject;
 
@@ -30,9 +32,9 @@ export function publicKeyOf(key: KeyInput): KeyObject {
 }
 
 /** Checks a key list once, where the receiver is configured, so a typo fails at start and not per request. */
-export function assertKeys(keys: readonly KeyInput[]): void {
+export function assertKeys(keys: readonly KeyInput[], scheme: SignatureScheme): void {
   if (!Array.isArray(keys) || keys.length === 0) {
     throw new TypeError("keys: give at least one key (the subscription's signatureKey; during a rotation also nextSignatureKey)");
   }
-  for (const key of keys) publicKeyOf(key);
+  scheme.checkKeys(keys);
 }

@@ -4,7 +4,7 @@ import type { Tolerance } from "./freshness.js";
 import { assertTolerance } from "./freshness.js";
 import type { HeadersInput } from "./headers.js";
 import { assertKeys, type KeyInput } from "./keys.js";
-import type { SchemeName } from "./schemes/index.js";
+import { type SchemeName, schemeNamed } from "./schemes/index.js";
 import type { SeenStore } from "./seen-store.js";
 import { MemorySeenStore } from "./seen-stores/memory.js";
 import { type VerifiedNotification, verifyNotification } from "./verify.js";
@@ -20,7 +20,11 @@ export interface ReceiverOptions {
   onNotification: (notification: VerifiedNotification) => unknown;
   /** Where processed jobs are remembered. Default: a MemorySeenStore of this process. */
   seen?: SeenStore;
-  /** Maximum age of the body's `Timestamp` in milliseconds, or false. Default 30 hours, for every attempt. */
+  /**
+   * Maximum age in milliseconds, or false. Of the body's `Timestamp` with
+   * X_SIGNATURE (default 30 hours, for every attempt); of the attempt's signed
+   * `webhook-timestamp` with STANDARD_WEBHOOKS (default 5 minutes).
+   */
   tolerance?: Tolerance;
   /**
    * What makes two deliveries the same job. "jobId" (default) follows the
@@ -31,6 +35,7 @@ export interface ReceiverOptions {
   deduplicateBy?: "jobId" | "body";
   /** How long a claim holds a job while the handler runs; it lapses after, so a crashed handler's job can run again. Default 5 minutes. */
   leaseMs?: number;
+  /** How the subscription signs: "X_SIGNATURE" (default) or "STANDARD_WEBHOOKS", as its `signatureScheme` says. */
   scheme?: SchemeName;
   /** Told about every refused request and failed handler; the receiver itself logs nothing. */
   onError?: (error: unknown, context: ErrorContext) => void;
@@ -93,7 +98,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const deduplicateBy = options.deduplicateBy ?? "jobId";
   const keysOf = typeof options.keys === "function" ? options.keys : () => options.keys as readonly KeyInput[];
-  if (typeof options.keys !== "function") assertKeys(options.keys);
+  if (typeof options.keys !== "function") assertKeys(options.keys, schemeNamed(scheme ?? "X_SIGNATURE"));
   if (typeof onNotification !== "function") throw new TypeError("onNotification: expected a function");
   if (tolerance !== undefined) assertTolerance(tolerance);
   if (!(leaseMs > 0)) throw new TypeError("leaseMs must be above 0");

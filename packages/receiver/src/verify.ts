@@ -1,4 +1,4 @@
-import { assertFresh, assertTolerance, DEFAULT_TOLERANCE_MS, type Tolerance } from "./freshness.js";
+import { assertFresh, assertTolerance, DEFAULT_TOLERANCE_MS, SIGNED_SEND_TIME_TOLERANCE_MS, type Tolerance } from "./freshness.js";
 import { type HeadersInput, headerLookup } from "./headers.js";
 import type { KeyInput } from "./keys.js";
 import { type Payload, parseBody } from "./notification.js";
@@ -10,9 +10,13 @@ export interface VerifyOptions {
   headers: HeadersInput;
   /** Every key that may sign: the subscription's `signatureKey`, and during a rotation its `nextSignatureKey`. */
   keys: readonly KeyInput[];
-  /** Maximum age of the body's `Timestamp` in milliseconds, or false for any age. Default: 30 hours, for every attempt. */
+  /**
+   * Maximum age in milliseconds, or false for any age: of the body's
+   * `Timestamp` with X_SIGNATURE (default 30 hours, for every attempt), of the
+   * attempt's signed `webhook-timestamp` with STANDARD_WEBHOOKS (default 5 minutes).
+   */
   tolerance?: Tolerance;
-  /** The signing scheme; the service's `X_SIGNATURE` is the default and, for now, the only one. */
+  /** The signing scheme, as the subscription's `signatureScheme` says: "X_SIGNATURE" (default) or "STANDARD_WEBHOOKS". */
   scheme?: SchemeName;
   /** The clock, in epoch milliseconds. */
   now?: () => number;
@@ -24,9 +28,9 @@ export interface VerifiedNotification<Event extends string = string, EventPayloa
   event: Event;
   /** `Timestamp` of the body: when the service accepted the event (the same on every attempt). */
   timestamp: Date;
-  /** `X-JobId`: the same on every attempt of one notification. Not covered by X-Signature. */
+  /** `X-JobId` (`webhook-id` with Standard Webhooks): the same on every attempt of one notification. Not covered by X-Signature. */
   jobId: string;
-  /** `X-JobAttempt`: 0 for the first delivery, 1..5 for retries. Not covered by X-Signature. */
+  /** `X-JobAttempt`: 0 for the first delivery, 1..5 for retries. Not signed. */
   attempt: number;
   /** The event's own fields: the body without `Event` and `Timestamp`. */
   payload: EventPayload;
@@ -42,13 +46,16 @@ export interface VerifiedNotification<Event extends string = string, EventPayloa
  * MalformedBodyError, StaleTimestampError) carrying the 4xx to answer with.
  */
 export function verifyNotification(options: VerifyOptions): VerifiedNotification {
-  const { body, headers, keys, tolerance = DEFAULT_TOLERANCE_MS, scheme = "X_SIGNATURE", now = Date.now } = options;
+  const { body, headers, keys, scheme = "X_SIGNATURE", now = Date.now } = options;
   assertRawBody(body);
   if (!Array.isArray(keys) || keys.length === 0) throw new TypeError("keys: give at least one key (the subscription's signatureKey)");
-  assertTolerance(tolerance);
+  if (options.tolerance !== undefined) assertTolerance(options.tolerance);
   const signed = schemeNamed(scheme).verify(body, headerLookup(headers), keys);
   const { event, timestamp, payload } = parseBody(body);
-  assertFresh(signed.signedSendTime ?? timestamp, now(), tolerance);
+  // A send time signed per attempt can be held to minutes; the body's Timestamp is the same on every retry.
+  const tolerance = options.tolerance ?? (signed.signedSendTime ? SIGNED_SEND_TIME_TOLERANCE_MS : DEFAULT_TOLERANCE_MS);
+  if (signed.signedSendTime) assertFresh(signed.signedSendTime, now(), tolerance, "the signed send time");
+  else assertFresh(timestamp, now(), tolerance);
   return { event, timestamp, jobId: signed.jobId, attempt: signed.attempt, payload, keyIndex: signed.keyIndex };
 }
 

@@ -39,8 +39,10 @@ export interface EventTypeDoc {
   updatedAt: Date;
 }
 
-export interface SubscriptionDoc extends Omit<Subscription, "id"> {
+/** `signatureScheme` is missing from documents written before schemes existed: those are RSA_SHA256. */
+export interface SubscriptionDoc extends Omit<Subscription, "id" | "signatureScheme"> {
   _id: string;
+  signatureScheme?: Subscription["signatureScheme"];
 }
 
 export interface NotificationDoc extends Omit<Notification, "id"> {

@@ -5,7 +5,7 @@ import { inTransaction, MIGRATION_LOCK } from "./transaction.js";
  * Forward-only migrations. Each runs once, in order, inside a transaction
  * holding an advisory lock, so instances starting together don't race.
  */
-const MIGRATIONS: readonly string[] = [
+export const MIGRATIONS: readonly string[] = [
   `CREATE TABLE wh_clients (
      id text PRIMARY KEY,
      name text NOT NULL,
@@ -85,16 +85,19 @@ const MIGRATIONS: readonly string[] = [
   // Room on each page for the status update every attempt makes: it then stays a HOT update,
   // with no new index entries (pages filled to the brim made ~40 % of them cold). New pages only.
   "ALTER TABLE wh_notifications SET (fillfactor = 80)",
+  // Subscriptions from before signing schemes sign as the specification says.
+  "ALTER TABLE wh_subscriptions ADD COLUMN signature_scheme text NOT NULL DEFAULT 'RSA_SHA256'",
 ];
 
-export async function migrate(pool: SqlPool): Promise<void> {
+/** Brings the schema up to date; `migrations` other than all of them only to build an older schema in a test. */
+export async function migrate(pool: SqlPool, migrations = MIGRATIONS): Promise<void> {
   await inTransaction(pool, async (client) => {
     await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
     await client.query("CREATE TABLE IF NOT EXISTS wh_schema_version (version integer NOT NULL)");
     const { rows } = await client.query<{ version: number }>("SELECT max(version) AS version FROM wh_schema_version");
     const current = rows[0]?.version ?? 0;
-    for (let version = current + 1; version <= MIGRATIONS.length; version++) {
-      await client.query(MIGRATIONS[version - 1] as string);
+    for (let version = current + 1; version <= migrations.length; version++) {
+      await client.query(migrations[version - 1] as string);
       await client.query("INSERT INTO wh_schema_version (version) VALUES ($1)", [version]);
     }
   });

@@ -1,5 +1,5 @@
 import { Coalescer } from "../../coalescer.js";
-import type { Subscription } from "../../domain/model.js";
+import type { SignatureScheme, Subscription } from "../../domain/model.js";
 import { SUBSCRIPTION_DELETED } from "../../domain/model.js";
 import type { Cursor, SubscriptionStore } from "../../domain/ports.js";
 import { isDataError, optional } from "./rows.js";
@@ -12,6 +12,7 @@ export interface SubscriptionRow {
   url: string;
   description: string;
   enabled: boolean;
+  signature_scheme: SignatureScheme;
   public_key_pem: string;
   private_key_pem: string;
   next_public_key_pem: string | null;
@@ -32,6 +33,7 @@ const COLUMN_SET: Record<keyof SubscriptionRow, true> = {
   url: true,
   description: true,
   enabled: true,
+  signature_scheme: true,
   public_key_pem: true,
   private_key_pem: true,
   next_public_key_pem: true,
@@ -52,6 +54,7 @@ export const toSubscription = (row: SubscriptionRow): Subscription => ({
   url: row.url,
   description: row.description,
   enabled: row.enabled,
+  signatureScheme: row.signature_scheme,
   publicKeyPem: row.public_key_pem,
   privateKeyPem: row.private_key_pem,
   ...optional("nextPublicKeyPem", row.next_public_key_pem),
@@ -102,9 +105,10 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
   async insert(s: Subscription): Promise<void> {
     await this.pool.query(
       `INSERT INTO wh_subscriptions (id, url, description, enabled, public_key_pem, private_key_pem, next_public_key_pem,
-         next_private_key_pem, rotation_deadline, disabled_reason, disabled_at, updated_at, client_id, event, created_at, failing_since)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
-      [s.id, ...mutable(s), s.clientId, s.event, s.createdAt, s.failingSince ?? null],
+         next_private_key_pem, rotation_deadline, disabled_reason, disabled_at, updated_at, client_id, event, created_at, failing_since,
+         signature_scheme)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+      [s.id, ...mutable(s), s.clientId, s.event, s.createdAt, s.failingSince ?? null, s.signatureScheme],
     );
   }
 

@@ -2,13 +2,13 @@ import type { HeaderLookup } from "../headers.js";
 import type { KeyInput } from "../keys.js";
 
 /**
- * How one signing scheme authenticates a request. The service signs with
- * `X_SIGNATURE` today; a scheme such as Standard Webhooks (`webhook-id`,
- * `webhook-timestamp`, `webhook-signature` over `id.timestamp.body`) would be
- * one more implementation of this interface and one more entry in `SCHEMES`,
- * leaving verification, tolerance and de-duplication as they are.
+ * How one signing scheme authenticates a request: `X_SIGNATURE` (the
+ * service's default) and `STANDARD_WEBHOOKS` each implement it, leaving
+ * verification, tolerance and de-duplication to the rest of the receiver.
  */
 export interface SignatureScheme {
+  /** Throws a TypeError for a key this scheme cannot verify with, where the receiver is configured. */
+  checkKeys(keys: readonly KeyInput[]): void;
   /**
    * Reads the scheme's headers, verifies the signature over the raw body with
    * each key in turn, and says what the request claims. Throws
@@ -25,9 +25,9 @@ export interface SchemeResult {
   /** The attempt number (`X-JobAttempt`): 0, then 1..5 for retries. */
   attempt: number;
   /**
-   * Whether the signature covers `jobId` and `attempt`. X-Signature signs the
-   * body only, so both can be forged on a replayed body; a scheme that signs
-   * them (Standard Webhooks signs its id) says so here.
+   * Whether the signature covers `jobId`. X-Signature signs the body only,
+   * so the job headers can be forged on a replayed body; Standard Webhooks
+   * signs its id (not the attempt).
    */
   headersSigned: boolean;
   /**

@@ -21,6 +21,10 @@ const ATTEMPT = /^\d$/;
  * signature covers the body only: `X-JobId` and `X-JobAttempt` are not signed.
  */
 export const xSignatureScheme: SignatureScheme = {
+  checkKeys(keys: readonly KeyInput[]): void {
+    for (const key of keys) publicKeyOf(key);
+  },
+
   verify(body: Uint8Array, header: HeaderLookup, keys: readonly KeyInput[]): SchemeResult {
     const signatureText = requireHeader(header, SIGNATURE_HEADER).trim();
     const jobId = requireHeader(header, JOB_ID_HEADER).trim();

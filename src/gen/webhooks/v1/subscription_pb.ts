@@ -2,8 +2,8 @@
 // @generated from file webhooks/v1/subscription.proto (package webhooks.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/v1/subscription.proto.
  */
 export const file_webhooks_v1_subscription: GenFile = /*@__PURE__*/
-  fileDesc("Ch53ZWJob29rcy92MS9zdWJzY3JpcHRpb24ucHJvdG8SC3dlYmhvb2tzLnYxIqMDCgxTdWJzY3JpcHRpb24SCgoCaWQYASABKAkSDQoFZXZlbnQYAiABKAkSCwoDdXJsGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhUKDXNpZ25hdHVyZV9rZXkYBSABKAkSDwoHZW5hYmxlZBgGIAEoCBIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIaChJuZXh0X3NpZ25hdHVyZV9rZXkYCSABKAkSNQoRcm90YXRpb25fZGVhZGxpbmUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWZhaWxpbmdfc2luY2UYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2Rpc2FibGVkX3JlYXNvbhgMIAEoCRIvCgtkaXNhYmxlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAijQEKCUV2ZW50VHlwZRIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KDnNhbXBsZV9wYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgtqc29uX3NjaGVtYRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch53ZWJob29rcy92MS9zdWJzY3JpcHRpb24ucHJvdG8SC3dlYmhvb2tzLnYxItsDCgxTdWJzY3JpcHRpb24SCgoCaWQYASABKAkSDQoFZXZlbnQYAiABKAkSCwoDdXJsGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhUKDXNpZ25hdHVyZV9rZXkYBSABKAkSDwoHZW5hYmxlZBgGIAEoCBIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIaChJuZXh0X3NpZ25hdHVyZV9rZXkYCSABKAkSNQoRcm90YXRpb25fZGVhZGxpbmUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWZhaWxpbmdfc2luY2UYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2Rpc2FibGVkX3JlYXNvbhgMIAEoCRIvCgtkaXNhYmxlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoQc2lnbmF0dXJlX3NjaGVtZRgOIAEoDjIcLndlYmhvb2tzLnYxLlNpZ25hdHVyZVNjaGVtZSKNAQoJRXZlbnRUeXBlEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCqsAQoPU2lnbmF0dXJlU2NoZW1lEiAKHFNJR05BVFVSRV9TQ0hFTUVfVU5TUEVDSUZJRUQQABIfChtTSUdOQVRVUkVfU0NIRU1FX1JTQV9TSEEyNTYQARImCiJTSUdOQVRVUkVfU0NIRU1FX1NUQU5EQVJEX1dFQkhPT0tTEAISLgoqU0lHTkFUVVJFX1NDSEVNRV9TVEFOREFSRF9XRUJIT09LU19FRDI1NTE5EANiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A subscription links one event type to one receiving URL of one client.
@@ -49,7 +49,11 @@ export type Subscription = Message<"webhooks.v1.Subscription"> & {
   description: string;
 
   /**
-   * PEM-encoded (SPKI) RSA public key that verifies `X-Signature`.
+   * What verifies the deliveries. With `SIGNATURE_SCHEME_RSA_SHA256`: the
+   * PEM-encoded (SPKI) RSA public key that verifies `X-Signature`. With
+   * `SIGNATURE_SCHEME_STANDARD_WEBHOOKS`: the `whsec_…` secret that verifies
+   * `webhook-signature` (keep it secret: it could sign too). With
+   * `SIGNATURE_SCHEME_STANDARD_WEBHOOKS_ED25519`: the `whpk_…` public key.
    *
    * @generated from field: string signature_key = 5;
    */
@@ -105,6 +109,13 @@ export type Subscription = Message<"webhooks.v1.Subscription"> & {
    * @generated from field: google.protobuf.Timestamp disabled_at = 13;
    */
   disabledAt?: Timestamp | undefined;
+
+  /**
+   * How deliveries are signed; chosen at creation and fixed from then on.
+   *
+   * @generated from field: webhooks.v1.SignatureScheme signature_scheme = 14;
+   */
+  signatureScheme: SignatureScheme;
 };
 
 /**
@@ -153,4 +164,51 @@ export type EventType = Message<"webhooks.v1.EventType"> & {
  */
 export const EventTypeSchema: GenMessage<EventType> = /*@__PURE__*/
   messageDesc(file_webhooks_v1_subscription, 1);
+
+/**
+ * How deliveries to a subscription are signed.
+ *
+ * @generated from enum webhooks.v1.SignatureScheme
+ */
+export enum SignatureScheme {
+  /**
+   * In a request: `SIGNATURE_SCHEME_RSA_SHA256`. Never in an answer.
+   *
+   * @generated from enum value: SIGNATURE_SCHEME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The specification's: `X-Signature`, Base64 RSA SHA-256 over the body,
+   * with `X-JobId` and `X-JobAttempt`.
+   *
+   * @generated from enum value: SIGNATURE_SCHEME_RSA_SHA256 = 1;
+   */
+  RSA_SHA256 = 1,
+
+  /**
+   * Standard Webhooks (standardwebhooks.com): `webhook-id` (the job id),
+   * `webhook-timestamp` (Unix seconds of the attempt) and `webhook-signature`
+   * (`v1,` Base64 HMAC-SHA256 over `id.timestamp.body` with the `whsec_`
+   * secret), with `X-JobAttempt`.
+   *
+   * @generated from enum value: SIGNATURE_SCHEME_STANDARD_WEBHOOKS = 2;
+   */
+  STANDARD_WEBHOOKS = 2,
+
+  /**
+   * Standard Webhooks with an asymmetric key: as above, but `webhook-signature`
+   * is `v1a,` Base64 Ed25519 over `id.timestamp.body`, verified with the
+   * `whpk_…` public key.
+   *
+   * @generated from enum value: SIGNATURE_SCHEME_STANDARD_WEBHOOKS_ED25519 = 3;
+   */
+  STANDARD_WEBHOOKS_ED25519 = 3,
+}
+
+/**
+ * Describes the enum webhooks.v1.SignatureScheme.
+ */
+export const SignatureSchemeSchema: GenEnum<SignatureScheme> = /*@__PURE__*/
+  enumDesc(file_webhooks_v1_subscription, 0);
 

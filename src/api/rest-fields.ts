@@ -4,20 +4,37 @@ import { HttpError } from "./http-body.js";
 /**
  * The request fields a REST query string sets, in the proto's JSON form
  * (`pageSize=10` → `{pageSize: "10"}`, which the JSON decoder accepts for
- * numbers). An enum may be named in full (`NOTIFICATION_STATUS_FAILED`, as
- * protobuf JSON spells it), by its short name without the enum's shared
- * prefix (`FAILED`), in any case, or by its number.
+ * numbers). An enum may be named as `enumValue` allows.
  */
 export function queryFields(schema: DescMessage, query: URLSearchParams): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
   for (const [key, value] of query) {
     const field = schema.fields.find((each) => each.jsonName === key || each.name === key);
-    fields[key] = field?.fieldKind === "enum" ? enumName(field.enum, key, value) : value;
+    fields[key] = field?.fieldKind === "enum" ? enumValue(field.enum, key, value) : value;
   }
   return fields;
 }
 
-function enumName(type: DescEnum, parameter: string, text: string): string | number {
+/**
+ * A REST JSON body with its top-level enum names spelt as protobuf JSON wants
+ * them, so `{"signatureScheme": "STANDARD_WEBHOOKS"}` works as a query
+ * parameter would. Numbers and other fields pass as they are.
+ */
+export function bodyFields(schema: DescMessage, body: Record<string, unknown>): Record<string, unknown> {
+  const fields = { ...body };
+  for (const [key, value] of Object.entries(body)) {
+    const field = schema.fields.find((each) => each.jsonName === key || each.name === key);
+    if (field?.fieldKind === "enum" && typeof value === "string") fields[key] = enumValue(field.enum, key, value);
+  }
+  return fields;
+}
+
+/**
+ * An enum named in full (`NOTIFICATION_STATUS_FAILED`, as protobuf JSON
+ * spells it), by its short name without the enum's shared prefix (`FAILED`),
+ * in any case, or by its number; anything else is a 400 listing the names.
+ */
+function enumValue(type: DescEnum, parameter: string, text: string): string | number {
   const wanted = text.toUpperCase();
   const shortName = (name: string) => (type.sharedPrefix ? name.slice(type.sharedPrefix.length) : name);
   const value = type.values.find((each) => each.name === wanted || shortName(each.name) === wanted);
