@@ -4,8 +4,10 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { createErrorInterceptor, createLoggingInterceptor } from "./api/interceptors.js";
 import { type Listener, listen } from "./api/listener.js";
+import { createMetricsEndpoint } from "./api/metrics-endpoint.js";
 import { createRequestHandler, type RequestHandler, startingHandler } from "./api/request-handler.js";
 import { createRoutes, SERVICES } from "./api/routes.js";
+import { createRpcMetricsInterceptor } from "./api/rpc-metrics.js";
 import type { Config } from "./config.js";
 import { createDeliveryEngine } from "./delivery/agenda/create-delivery-engine.js";
 import { DeliveryWorker } from "./delivery/delivery-worker.js";
@@ -17,6 +19,8 @@ import { KeySealer } from "./domain/key-sealing.js";
 import { Notifications } from "./domain/notifications.js";
 import { Subscriptions } from "./domain/subscriptions.js";
 import { loadOrCreateMasterKey } from "./master-key.js";
+import { MetricsObserver } from "./observability/delivery-metrics.js";
+import { ServiceMetrics } from "./observability/metrics.js";
 import { openStore } from "./store/open-store.js";
 
 export interface RunningService {
@@ -71,8 +75,10 @@ async function startOn(
     const directory = new ClientDirectory(opened.store.clients);
     if (config.bootstrapApiKey) await directory.ensureBootstrapClient(config.bootstrapApiKey);
 
-    // Metrics, traces and the live stream join here as they come.
-    const observer = observeAll([], (err) => log.error({ err }, "a delivery observer failed"));
+    const metrics = config.metrics.enabled
+      ? new ServiceMetrics({ onReadError: (err) => log.warn({ err }, "reading the queue's counts for /metrics failed") })
+      : undefined;
+    const observer = observeAll(metrics ? [new MetricsObserver(metrics)] : [], (err) => log.error({ err }, "a delivery observer failed"));
     const sender = new HttpSender({
       timeoutMs: config.deliveryTimeoutMs,
       maxResponseBytes: config.maxResponseBytes,
@@ -103,6 +109,7 @@ async function startOn(
       name: `webhooks-${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
       log,
     });
+    metrics?.watch(engine);
     const subscriptions = new Subscriptions({
       store: opened.store.subscriptions,
       catalog,
@@ -135,11 +142,18 @@ async function startOn(
             rateLimit: config.rateLimit,
             authFailuresPerMinute: config.authFailuresPerMinute,
           },
-          [createLoggingInterceptor(log), createErrorInterceptor(log)],
+          [createLoggingInterceptor(log), ...(metrics ? [createRpcMetricsInterceptor(metrics)] : []), createErrorInterceptor(log)],
         ),
         services: SERVICES,
         maxBodyBytes: config.maxBodyBytes,
         readiness: () => (stopping ? { ok: false, reason: "shutting down" } : engine.health()),
+        metrics:
+          metrics &&
+          createMetricsEndpoint({
+            registry: metrics.registry,
+            token: config.metrics.token,
+            onError: (err) => log.error({ err }, "collecting metrics failed"),
+          }),
       }),
     );
     log.info({ store: opened.description }, "store open, deliveries running");

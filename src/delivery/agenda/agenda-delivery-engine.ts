@@ -7,9 +7,10 @@ import { DeliveryHealth, type HealthReport } from "../delivery-health.js";
 import type { DeliveryWorker } from "../delivery-worker.js";
 import { EarnedConcurrency } from "../earned-concurrency.js";
 import { endpointOf } from "../endpoint.js";
+import type { LaneOccupancy } from "../fair-lanes.js";
 import { JobFeed } from "../job-feed.js";
 import { DELIVER_JOB, type DeliverJobData, DeliveryJobRepository } from "./delivery-job-repository.js";
-import type { DeliveryJobStore, LockedJob, NewDelivery } from "./delivery-job-store.js";
+import type { DeliveryJobStore, JobCounts, LockedJob, NewDelivery } from "./delivery-job-store.js";
 import { WakeChannel } from "./wake-channel.js";
 
 export interface DeliveryEngineOptions {
@@ -214,6 +215,16 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
 
   health(): HealthReport {
     return this.#health.report();
+  }
+
+  /** This instance's requests in flight and jobs waiting for a slot, by endpoint. */
+  occupancy(): LaneOccupancy {
+    return this.#feed.occupancy();
+  }
+
+  /** The queue as the job store counts it, across every instance. */
+  counts(): Promise<JobCounts> {
+    return this.store.counts();
   }
 
   async #run(job: Job<DeliverJobData>): Promise<void> {

@@ -56,11 +56,16 @@ export interface NewDelivery {
   endpoint: string;
 }
 
-/** Counts for status reports: jobs due now and unlocked, due later, and locked by someone. */
+/**
+ * Counts for status reports and metrics: jobs due now and unlocked, due
+ * later, and locked by someone; and when the longest-waiting due job fell
+ * due (null: none is due). Read through indexes, never the whole table.
+ */
 export interface JobCounts {
   due: number;
   scheduled: number;
   locked: number;
+  oldestDueAt: Date | null;
 }
 
 /**

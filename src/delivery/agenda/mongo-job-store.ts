@@ -295,12 +295,14 @@ export class MongoJobStore implements DeliveryJobStore {
 
   async counts(): Promise<JobCounts> {
     const now = new Date();
-    const [due, scheduled, locked] = await Promise.all([
-      this.#notifications.countDocuments({ "job.lockedAt": null, "job.nextRunAt": { $lte: now } }),
-      this.#notifications.countDocuments({ "job.lockedAt": null, "job.nextRunAt": { $gt: now } }),
+    const dueFilter = { job: { $exists: true }, "job.lockedAt": null, "job.nextRunAt": { $lte: now } };
+    const [due, scheduled, locked, oldest] = await Promise.all([
+      this.#notifications.countDocuments(dueFilter),
+      this.#notifications.countDocuments({ job: { $exists: true }, "job.lockedAt": null, "job.nextRunAt": { $gt: now } }),
       this.#notifications.countDocuments({ "job.lockedAt": { $ne: null }, job: { $exists: true } }),
+      this.#notifications.findOne(dueFilter, { sort: { "job.nextRunAt": 1 }, projection: { "job.nextRunAt": 1 } }),
     ]);
-    return { due, scheduled, locked };
+    return { due, scheduled, locked, oldestDueAt: oldest?.job?.nextRunAt ?? null };
   }
 
   #newJob(delivery: NewDelivery, nextRunAt: Date, lockedAt: Date | null): JobDoc {
