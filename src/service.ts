@@ -23,6 +23,9 @@ import { MetricsObserver } from "./observability/delivery-metrics.js";
 import { ServiceMetrics } from "./observability/metrics.js";
 import { openStore } from "./store/open-store.js";
 
+/** How often a gRPC health Watch looks for a change of readiness. */
+const HEALTH_WATCH_INTERVAL_MS = 1_000;
+
 export interface RunningService {
   /** The port actually bound (useful with PORT=0). */
   port: number;
@@ -130,6 +133,9 @@ async function startOn(
 
     await engine.start();
     let stopping: Promise<void> | undefined;
+    /** Aborted as shutdown begins: gRPC health watches end. */
+    const closing = new AbortController();
+    const readiness = () => (stopping ? { ok: false, reason: "shutting down" } : engine.health());
     serve(
       createRequestHandler({
         routes: createRoutes(
@@ -141,12 +147,13 @@ async function startOn(
             adminToken: config.adminToken,
             rateLimit: config.rateLimit,
             authFailuresPerMinute: config.authFailuresPerMinute,
+            health: { readiness, watchIntervalMs: HEALTH_WATCH_INTERVAL_MS, closing: closing.signal },
           },
           [createLoggingInterceptor(log), ...(metrics ? [createRpcMetricsInterceptor(metrics)] : []), createErrorInterceptor(log)],
         ),
         services: SERVICES,
         maxBodyBytes: config.maxBodyBytes,
-        readiness: () => (stopping ? { ok: false, reason: "shutting down" } : engine.health()),
+        readiness,
         metrics:
           metrics &&
           createMetricsEndpoint({
@@ -162,6 +169,7 @@ async function startOn(
       stop() {
         stopping ??= (async () => {
           log.info("shutting down: no new requests, draining deliveries");
+          closing.abort();
           await listener.close(config.shutdownGraceMs);
           await engine.stop(config.shutdownGraceMs, () => shutdown.abort());
           await sender.close();
