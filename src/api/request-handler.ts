@@ -5,6 +5,7 @@ import { createConnectAdapter } from "./connect-adapter.js";
 import { HttpError, type NodeRequest } from "./http-body.js";
 import { METRICS_PATH } from "./metrics-endpoint.js";
 import { OPENAPI_PATH, serveOpenApi } from "./openapi-endpoint.js";
+import { assignRequestId } from "./request-id.js";
 import { type NodeResponse, RestGateway, writeError } from "./rest-gateway.js";
 
 /** Whether the service can do its work now, and if not, why. */
@@ -77,6 +78,7 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
   });
 
   return (req, res) => {
+    assignRequestId(req, res);
     const path = (req.url ?? "/").split("?", 1)[0] ?? "/";
     if (answerHealth(path, res, options.readiness)) return;
     if (path === OPENAPI_PATH) {
