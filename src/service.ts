@@ -8,6 +8,7 @@ import { createMetricsEndpoint } from "./api/metrics-endpoint.js";
 import { createRequestHandler, type RequestHandler, startingHandler } from "./api/request-handler.js";
 import { createRoutes, SERVICES } from "./api/routes.js";
 import { createRpcMetricsInterceptor } from "./api/rpc-metrics.js";
+import { createTracingInterceptor } from "./api/tracing-interceptor.js";
 import type { Config } from "./config.js";
 import { createDeliveryEngine } from "./delivery/agenda/create-delivery-engine.js";
 import { DeliveryWorker } from "./delivery/delivery-worker.js";
@@ -20,7 +21,9 @@ import { Notifications } from "./domain/notifications.js";
 import { Subscriptions } from "./domain/subscriptions.js";
 import { loadOrCreateMasterKey } from "./master-key.js";
 import { MetricsObserver } from "./observability/delivery-metrics.js";
+import { TracingObserver } from "./observability/delivery-tracing.js";
 import { ServiceMetrics } from "./observability/metrics.js";
+import { currentTraceHeaders } from "./observability/trace-context.js";
 import { openStore } from "./store/open-store.js";
 
 /** How often a gRPC health Watch looks for a change of readiness. */
@@ -81,7 +84,10 @@ async function startOn(
     const metrics = config.metrics.enabled
       ? new ServiceMetrics({ onReadError: (err) => log.warn({ err }, "reading the queue's counts for /metrics failed") })
       : undefined;
-    const observer = observeAll(metrics ? [new MetricsObserver(metrics)] : [], (err) => log.error({ err }, "a delivery observer failed"));
+    // Spans go nowhere until a tracer provider is registered (main.ts does with OTEL_EXPORTER_OTLP_ENDPOINT).
+    const observer = observeAll([new TracingObserver(), ...(metrics ? [new MetricsObserver(metrics)] : [])], (err) =>
+      log.error({ err }, "a delivery observer failed"),
+    );
     const sender = new HttpSender({
       timeoutMs: config.deliveryTimeoutMs,
       maxResponseBytes: config.maxResponseBytes,
@@ -95,6 +101,7 @@ async function startOn(
       sealer,
       ...(config.autoDisableAfterMs === undefined ? {} : { autoDisableAfterMs: config.autoDisableAfterMs }),
       observer,
+      ...(config.propagateTraceContext ? { traceHeaders: currentTraceHeaders } : {}),
       log,
       shutdown: shutdown.signal,
     });
@@ -149,7 +156,12 @@ async function startOn(
             authFailuresPerMinute: config.authFailuresPerMinute,
             health: { readiness, watchIntervalMs: HEALTH_WATCH_INTERVAL_MS, closing: closing.signal },
           },
-          [createLoggingInterceptor(log), ...(metrics ? [createRpcMetricsInterceptor(metrics)] : []), createErrorInterceptor(log)],
+          [
+            createTracingInterceptor(),
+            createLoggingInterceptor(log),
+            ...(metrics ? [createRpcMetricsInterceptor(metrics)] : []),
+            createErrorInterceptor(log),
+          ],
         ),
         services: SERVICES,
         maxBodyBytes: config.maxBodyBytes,

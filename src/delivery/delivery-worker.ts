@@ -84,6 +84,8 @@ export class DeliveryWorker {
       autoDisableAfterMs?: number;
       /** Told of every attempt and of subscriptions it disables. */
       observer: DeliveryObserver;
+      /** Headers sent with every attempt to carry its trace to the receiver (W3C `traceparent`); undefined: none. */
+      traceHeaders?: () => Record<string, string>;
       log: Logger;
       shutdown: AbortSignal;
     },
@@ -149,6 +151,7 @@ export class DeliveryWorker {
       url: subscription.url,
       body: notification.body,
       headers: {
+        ...this.deps.traceHeaders?.(),
         "X-Signature": signature,
         "X-JobId": notification.id,
         "X-JobAttempt": String(attempt),

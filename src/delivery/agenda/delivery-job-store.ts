@@ -20,6 +20,12 @@ export interface StoredJob {
   failCount?: number;
   failReason?: string;
   failedAt?: Date;
+  /**
+   * The W3C `traceparent` of the call that accepted the notification: its
+   * attempts' spans join that trace, on whichever instance and after
+   * whatever restart they run.
+   */
+  traceContext?: string;
 }
 
 /** A job this instance holds the lock of. */
@@ -54,6 +60,8 @@ export interface LockRenewal {
 export interface NewDelivery {
   notification: Notification;
   endpoint: string;
+  /** See StoredJob.traceContext. */
+  traceContext?: string;
 }
 
 /**

@@ -20,6 +20,7 @@ interface JobDoc {
   failCount: number;
   failReason?: string;
   failedAt?: Date;
+  traceContext?: string;
 }
 
 type Doc = NotificationDoc & { job?: JobDoc };
@@ -41,6 +42,7 @@ function toJob(id: string, job: JobDoc): StoredJob {
     ...optional("lastFinishedAt", job.lastFinishedAt),
     ...optional("failReason", job.failReason),
     ...optional("failedAt", job.failedAt),
+    ...optional("traceContext", job.traceContext),
   };
 }
 
@@ -314,6 +316,7 @@ export class MongoJobStore implements DeliveryJobStore {
       lockedBy: lockedAt ? this.options.owner : null,
       insertedBy: this.options.owner,
       failCount: 0,
+      ...optional("traceContext", delivery.traceContext),
     };
   }
 
