@@ -21,6 +21,11 @@ function callFields(req: { service: { typeName: string }; method: { name: string
   return { rpc: `${req.service.typeName}/${req.method.name}`, requestId: edgeFacts(req.contextValues).requestId };
 }
 
+/** gRPC health and reflection: probes and tools call them every few seconds, so they are not logged at info nor traced. */
+export function isEcosystemService(typeName: string): boolean {
+  return typeName.startsWith("grpc.");
+}
+
 /**
  * One log line per call, with its request id, the authenticated client's id
  * (once authentication got that far), its outcome code and duration.
@@ -28,9 +33,10 @@ function callFields(req: { service: { typeName: string }; method: { name: string
 export function createLoggingInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
     const started = performance.now();
+    const level = isEcosystemService(req.service.typeName) ? "debug" : "info";
     const line = (code: string) => {
       const clientId = req.contextValues.get(clientKey)?.id;
-      log.info({ ...callFields(req), ...(clientId ? { clientId } : {}), code, ms: Math.round(performance.now() - started) }, "rpc");
+      log[level]({ ...callFields(req), ...(clientId ? { clientId } : {}), code, ms: Math.round(performance.now() - started) }, "rpc");
     };
     try {
       const res = await next(req);

@@ -3,6 +3,7 @@ import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { context, propagation, SpanKind, SpanStatusCode, type TextMapGetter } from "@opentelemetry/api";
 import { tracer } from "../observability/tracer.js";
 import { edgeFacts } from "./edge-facts.js";
+import { isEcosystemService } from "./interceptors.js";
 
 const fromHeaders: TextMapGetter<Headers> = {
   get: (headers, key) => headers.get(key) ?? undefined,
@@ -10,12 +11,13 @@ const fromHeaders: TextMapGetter<Headers> = {
 };
 
 /**
- * A server span per call, continuing the caller's trace when its
+ * A server span per call (but health checks and reflection), continuing the caller's trace when its
  * `traceparent` header names one. Active while the call runs, so that the
  * notifications a publish or a sample accepts carry it to their attempts.
  */
 export function createTracingInterceptor(): Interceptor {
   return (next) => async (req) => {
+    if (isEcosystemService(req.service.typeName)) return next(req);
     const parent = propagation.extract(context.active(), req.header, fromHeaders);
     const requestId = edgeFacts(req.contextValues).requestId;
     const attributes = {
