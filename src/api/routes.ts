@@ -42,7 +42,7 @@ export const SERVICES = [SubscriptionService, DeliveryService, EventService, Cli
 export const ALL_SERVICES = [...SERVICES, Health, ...REFLECTION_SERVICES] as const;
 
 /**
- * `common` (logging, error mapping) wraps every service; inside it the
+ * `common` (tracing, logging, metrics, error mapping) wraps every service; inside it the
  * edge's refusal (see edge-facts.ts) comes first, then the failed-auth limit
  * per source address (one budget for both kinds of credential), then each
  * service's own authentication. Health and reflection get `common` only:

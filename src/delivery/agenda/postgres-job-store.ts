@@ -337,11 +337,10 @@ export class PostgresJobStore implements DeliveryJobStore {
     // Each count on its own partial index (one FILTERed count over the table would read every row).
     const { rows } = await this.pools.bookkeeping.query<JobCounts>({
       name: "wh-count-jobs",
-      text: `SELECT (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at <= t.now)::int AS due,
-                    (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at > t.now)::int AS scheduled,
+      text: `SELECT (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at <= now())::int AS due,
+                    (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at > now())::int AS scheduled,
                     (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NOT NULL)::int AS locked,
-                    (SELECT min(next_run_at) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at <= t.now) AS "oldestDueAt"
-             FROM (SELECT now() AS now) AS t`,
+                    (SELECT min(next_run_at) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at <= now()) AS "oldestDueAt"`,
     });
     return rows[0] ?? { due: 0, scheduled: 0, locked: 0, oldestDueAt: null };
   }
