@@ -102,7 +102,7 @@ export const LOCK_DUE = `
          locked.*
   FROM (SELECT 1) AS one LEFT JOIN locked ON true`;
 
-/** Notifications and their jobs in one statement: the notification columns ($1…$10), then the jobs' (see `jobParameters`). */
+/** Notifications and their jobs in one statement: the notification columns ($1…$10), then the jobs' (see `insertValues`). */
 const INSERT = `
   WITH inserted AS (${INSERT_NOTIFICATIONS} RETURNING id, client_id),
   input AS (SELECT * FROM unnest($11::text[], $12::text[], $13::bool[], $16::text[]) AS t (id, endpoint, locked, trace_context))
