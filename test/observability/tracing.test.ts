@@ -33,6 +33,7 @@ const attemptsOf = (spans: ReadableSpan[], jobIds: readonly string[]) =>
 
 for (const target of storeTargets()) {
   test.serial(`${target.name}: a publish to two subscriptions is one trace: the call's span and a child span per attempt`, async (t) => {
+    exporter.reset();
     const store = await target.create();
     const { service, baseUrl } = await startTestService({ ...store.env, PROPAGATE_TRACE_CONTEXT: "true" });
     const receivers = [await Receiver.start(), await Receiver.start()];
@@ -87,8 +88,10 @@ for (const target of storeTargets()) {
   });
 
   test.serial(`${target.name}: an attempt made after a restart joins the trace of the publish that accepted it`, async (t) => {
+    exporter.reset();
     const store = await target.create();
-    const env = { ...store.env, RETRY_SCHEDULE: "1500ms" };
+    // Long enough for the first service to stop before the retry falls due.
+    const env = { ...store.env, RETRY_SCHEDULE: "5s" };
     let first = await startTestService(env);
     let answers = [500];
     const receiver = await Receiver.start(() => ({ status: answers.shift() ?? 200 }));
