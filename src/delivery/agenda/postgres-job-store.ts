@@ -125,6 +125,16 @@ function insertValues(deliveries: readonly NewDelivery[], locked: readonly boole
   ];
 }
 
+/**
+ * The queue's counts (metrics scrape them), each on its own partial index:
+ * one FILTERed count over the table would read every row.
+ */
+export const COUNT_JOBS = `
+  SELECT (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at <= now())::int AS due,
+         (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at > now())::int AS scheduled,
+         (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NOT NULL)::int AS locked,
+         (SELECT min(next_run_at) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at <= now()) AS "oldestDueAt"`;
+
 /** Each ended run's state, written only where the job still has the lock its run held ($2); the lock is released. */
 const SAVE = `
   UPDATE wh_delivery_jobs AS j
@@ -334,14 +344,7 @@ export class PostgresJobStore implements DeliveryJobStore {
   }
 
   async counts(): Promise<JobCounts> {
-    // Each count on its own partial index (one FILTERed count over the table would read every row).
-    const { rows } = await this.pools.bookkeeping.query<JobCounts>({
-      name: "wh-count-jobs",
-      text: `SELECT (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at <= now())::int AS due,
-                    (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at > now())::int AS scheduled,
-                    (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NOT NULL)::int AS locked,
-                    (SELECT min(next_run_at) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at <= now()) AS "oldestDueAt"`,
-    });
+    const { rows } = await this.pools.bookkeeping.query<JobCounts>({ name: "wh-count-jobs", text: COUNT_JOBS });
     return rows[0] ?? { due: 0, scheduled: 0, locked: 0, oldestDueAt: null };
   }
 }
