@@ -96,3 +96,24 @@ test.serial("grpc.health.v1 Watch over real gRPC: SERVING, then NOT_SERVING as t
   t.is(status.code, grpc.status.OK, status.details);
   t.deepEqual(seen, [Status.SERVING, Status.NOT_SERVING]);
 });
+
+test("over gRPC too, the request id comes back in the response metadata", async (t) => {
+  const client = new grpc.Client(`127.0.0.1:${port()}`, grpc.credentials.createInsecure());
+  const metadata = new grpc.Metadata();
+  metadata.set("x-request-id", "grpc-caller-7");
+  const answered = await new Promise<grpc.Metadata>((resolve, reject) => {
+    const call = client.makeUnaryRequest(
+      "/grpc.health.v1.Health/Check",
+      () => Buffer.alloc(0),
+      (bytes: Buffer) => fromBinary(HealthCheckResponseSchema, bytes),
+      {},
+      metadata,
+      (error) => {
+        if (error) reject(error);
+      },
+    );
+    call.on("metadata", resolve);
+  });
+  client.close();
+  t.deepEqual(answered.get("x-request-id"), ["grpc-caller-7"]);
+});
