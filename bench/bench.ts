@@ -3,6 +3,8 @@
  * with one core busy), a retry storm, latency at 1 000 events/s, fairness
  * next to a hung endpoint, and a backlog, for each available store, next to
  * the machine's ceiling (a bare sign-and-POST loop to the same receiver).
+ * The backlog scenario also times GET /metrics with the backlog pending;
+ * BENCH_METRICS=off runs the service with metrics off, to compare.
  * Ends with one line per target, met (✓) or not (✗); `--json` prints every
  * figure and verdict on stdout. Progress goes to stderr as it runs.
  */
@@ -26,6 +28,8 @@ const runs = (scenario: string) => only === undefined || only === scenario;
 const asJson = process.argv.includes("--json");
 /** `--store=postgres` runs one store only. */
 const onlyStore = process.argv.find((a) => a.startsWith("--store="))?.slice(8);
+/** BENCH_METRICS=off runs the service with METRICS_ENABLED=false, to compare a run with metrics and one without. */
+const metricsOn = process.env.BENCH_METRICS !== "off";
 const ADMIN = "bench-admin-token-0123456789";
 /** The service build the bench runs (BENCH_SERVICE: another one, to compare builds in turn). */
 const SERVICE_ENTRY = process.env.BENCH_SERVICE ?? "dist/main.js";
@@ -243,6 +247,7 @@ async function runStore(
         LOG_LEVEL: "warn",
         // The backlog scenario leaves requests hanging on purpose: don't wait for them at the end.
         SHUTDOWN_GRACE_MS: "1000",
+        METRICS_ENABLED: String(metricsOn),
       },
       // BENCH_SERVICE_STDOUT=1 shows the service's stdout (e.g. with BENCH_NODE_ARGS=--trace-gc).
       stdio: ["ignore", process.env.BENCH_SERVICE_STDOUT === "1" ? "inherit" : "ignore", "inherit"],
@@ -460,6 +465,16 @@ async function runStore(
       unit: "B",
     });
     report({ store, figure: "(d) backlog accepted/s", value: (d1.notifications * 1000) / d1.durationMs, unit: "/s" });
+    if (metricsOn) {
+      const scrape = await scrapeTime(base);
+      report({
+        store,
+        figure: `(d) GET /metrics with ${d1.notifications} pending (median of ${SCRAPES})`,
+        note: `max ${fmt(scrape.max)} ms; webhook_queue_pending ${scrape.pending}`,
+        value: scrape.median,
+        unit: "ms",
+      });
+    }
     publisher.process.kill();
   } finally {
     const exited = new Promise((resolve) => service.once("exit", resolve));
@@ -467,6 +482,24 @@ async function runStore(
     await Promise.race([exited, sleep(15_000)]);
     service.kill("SIGKILL");
   }
+}
+
+const SCRAPES = 9;
+
+/** How long Prometheus waits for a scrape of /metrics (one after another, as it scrapes), and the pending count it read. */
+async function scrapeTime(base: string): Promise<{ median: number; max: number; pending: string }> {
+  const times: number[] = [];
+  let text = "";
+  for (let i = 0; i < SCRAPES; i++) {
+    const start = performance.now();
+    const response = await fetch(`${base}/metrics`);
+    text = await response.text();
+    if (!response.ok) throw new Error(`GET /metrics: ${response.status} ${text}`);
+    times.push(performance.now() - start);
+  }
+  const sorted = times.sort((a, b) => a - b);
+  const pending = /^webhook_queue_pending (\S+)$/m.exec(text)?.[1] ?? "missing";
+  return { median: sorted[Math.floor(SCRAPES / 2)] as number, max: sorted.at(-1) as number, pending };
 }
 
 let postgresVersion: string | undefined;

@@ -42,6 +42,18 @@ export interface Config {
   /** Requests in flight per endpoint (client and URL origin) and per client, in one instance. */
   deliveryLimits: { perEndpoint: number; perClient: number };
   shutdownGraceMs: number;
+  /** GET /metrics; `token`, when set, must come as `Authorization: Bearer <token>`. */
+  metrics: { enabled: boolean; token?: string };
+  /** OTLP/HTTP trace export; undefined: tracing off. */
+  tracing?: TracingConfig;
+  /** Send the W3C `traceparent` of each notification's trace to its receiver. */
+  propagateTraceContext: boolean;
+}
+
+export interface TracingConfig {
+  /** Where spans are POSTed (OTLP/HTTP, protobuf): the traces endpoint itself. */
+  tracesUrl: string;
+  serviceName: string;
 }
 
 export class ConfigError extends Error {}
@@ -129,6 +141,34 @@ function authFailureLimit(env: Env): Pick<Config, "authFailuresPerMinute"> {
   return perMinute === 0 ? {} : { authFailuresPerMinute: perMinute };
 }
 
+function metrics(env: Env): Config["metrics"] {
+  const enabled = boolean(env, "METRICS_ENABLED", true);
+  const token = env.METRICS_TOKEN || undefined;
+  if (token !== undefined && token.length < 16) throw new ConfigError("METRICS_TOKEN must be at least 16 characters");
+  return token ? { enabled, token } : { enabled };
+}
+
+function httpUrl(env: Env, name: string): URL | undefined {
+  const raw = env[name];
+  if (!raw) return undefined;
+  try {
+    const url = new URL(raw);
+    if (url.protocol === "http:" || url.protocol === "https:") return url;
+  } catch {}
+  throw new ConfigError(`${name} must be an http:// or https:// URL, got ${JSON.stringify(raw)}`);
+}
+
+/** The standard OpenTelemetry variables: tracing is on once an OTLP endpoint is named. */
+function tracing(env: Env): Pick<Config, "tracing"> {
+  const traces = httpUrl(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+  const base = httpUrl(env, "OTEL_EXPORTER_OTLP_ENDPOINT");
+  const serviceName = env.OTEL_SERVICE_NAME || "webhook-notification-service";
+  if (traces) return { tracing: { tracesUrl: traces.toString(), serviceName } };
+  if (!base) return {};
+  // As the OTel specification says: the signal's path is appended to the base endpoint.
+  return { tracing: { tracesUrl: `${base.toString().replace(/\/$/, "")}/v1/traces`, serviceName } };
+}
+
 /** pino's levels. */
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
@@ -199,5 +239,8 @@ export function loadConfig(env: Env): Config {
     deliveryConcurrency,
     deliveryLimits: deliveryLimits(env, deliveryConcurrency),
     shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", 10_000, 0, 300_000),
+    metrics: metrics(env),
+    ...tracing(env),
+    propagateTraceContext: boolean(env, "PROPAGATE_TRACE_CONTEXT", false),
   };
 }

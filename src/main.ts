@@ -16,6 +16,9 @@ async function main(): Promise<void> {
     throw error;
   }
   const log = createLogger(config.logLevel);
+  // Before anything else loads, so that every span has the provider; the SDK is loaded only when tracing is on.
+  const tracing = config.tracing && (await import("./observability/tracing.js")).startTracing(config.tracing);
+  if (config.tracing) log.info({ tracesUrl: config.tracing.tracesUrl }, "tracing on: spans go to the OTLP endpoint");
   // Imported once the configuration is known good: a bad setting is reported
   // without first loading every driver.
   const { startService } = await import("./service.js");
@@ -33,6 +36,7 @@ async function main(): Promise<void> {
     service
       .stop()
       .then(() => lock?.release())
+      .then(() => tracing?.shutdown())
       .then(
         () => process.exit(0),
         (err: unknown) => {

@@ -4,8 +4,11 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { createErrorInterceptor, createLoggingInterceptor } from "./api/interceptors.js";
 import { type Listener, listen } from "./api/listener.js";
+import { createMetricsEndpoint } from "./api/metrics-endpoint.js";
 import { createRequestHandler, type RequestHandler, startingHandler } from "./api/request-handler.js";
 import { createRoutes, SERVICES } from "./api/routes.js";
+import { createRpcMetricsInterceptor } from "./api/rpc-metrics.js";
+import { createTracingInterceptor } from "./api/tracing-interceptor.js";
 import type { Config } from "./config.js";
 import { createDeliveryEngine } from "./delivery/agenda/create-delivery-engine.js";
 import { DeliveryWorker } from "./delivery/delivery-worker.js";
@@ -17,7 +20,14 @@ import { KeySealer } from "./domain/key-sealing.js";
 import { Notifications } from "./domain/notifications.js";
 import { Subscriptions } from "./domain/subscriptions.js";
 import { loadOrCreateMasterKey } from "./master-key.js";
+import { MetricsObserver } from "./observability/delivery-metrics.js";
+import { TracingObserver } from "./observability/delivery-tracing.js";
+import { ServiceMetrics } from "./observability/metrics.js";
+import { currentTraceHeaders } from "./observability/trace-context.js";
 import { openStore } from "./store/open-store.js";
+
+/** How often a gRPC health Watch looks for a change of readiness. */
+const HEALTH_WATCH_INTERVAL_MS = 1_000;
 
 export interface RunningService {
   /** The port actually bound (useful with PORT=0). */
@@ -71,8 +81,13 @@ async function startOn(
     const directory = new ClientDirectory(opened.store.clients);
     if (config.bootstrapApiKey) await directory.ensureBootstrapClient(config.bootstrapApiKey);
 
-    // Metrics, traces and the live stream join here as they come.
-    const observer = observeAll([], (err) => log.error({ err }, "a delivery observer failed"));
+    const metrics = config.metrics.enabled
+      ? new ServiceMetrics({ onReadError: (err) => log.warn({ err }, "reading the queue's counts for /metrics failed") })
+      : undefined;
+    // Spans go nowhere until a tracer provider is registered (main.ts does with OTEL_EXPORTER_OTLP_ENDPOINT).
+    const observer = observeAll([new TracingObserver(), ...(metrics ? [new MetricsObserver(metrics)] : [])], (err) =>
+      log.error({ err }, "a delivery observer failed"),
+    );
     const sender = new HttpSender({
       timeoutMs: config.deliveryTimeoutMs,
       maxResponseBytes: config.maxResponseBytes,
@@ -86,6 +101,7 @@ async function startOn(
       sealer,
       ...(config.autoDisableAfterMs === undefined ? {} : { autoDisableAfterMs: config.autoDisableAfterMs }),
       observer,
+      ...(config.propagateTraceContext ? { traceHeaders: currentTraceHeaders } : {}),
       log,
       shutdown: shutdown.signal,
     });
@@ -103,6 +119,7 @@ async function startOn(
       name: `webhooks-${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
       log,
     });
+    metrics?.watch(engine);
     const subscriptions = new Subscriptions({
       store: opened.store.subscriptions,
       catalog,
@@ -123,6 +140,9 @@ async function startOn(
 
     await engine.start();
     let stopping: Promise<void> | undefined;
+    /** Aborted as shutdown begins: gRPC health watches end. */
+    const closing = new AbortController();
+    const readiness = () => (stopping ? { ok: false, reason: "shutting down" } : engine.health());
     serve(
       createRequestHandler({
         routes: createRoutes(
@@ -134,12 +154,25 @@ async function startOn(
             adminToken: config.adminToken,
             rateLimit: config.rateLimit,
             authFailuresPerMinute: config.authFailuresPerMinute,
+            health: { readiness, watchIntervalMs: HEALTH_WATCH_INTERVAL_MS, closing: closing.signal },
           },
-          [createLoggingInterceptor(log), createErrorInterceptor(log)],
+          [
+            createTracingInterceptor(),
+            createLoggingInterceptor(log),
+            ...(metrics ? [createRpcMetricsInterceptor(metrics)] : []),
+            createErrorInterceptor(log),
+          ],
         ),
         services: SERVICES,
         maxBodyBytes: config.maxBodyBytes,
-        readiness: () => (stopping ? { ok: false, reason: "shutting down" } : engine.health()),
+        readiness,
+        metrics:
+          metrics &&
+          createMetricsEndpoint({
+            registry: metrics.registry,
+            token: config.metrics.token,
+            onError: (err) => log.error({ err }, "collecting metrics failed"),
+          }),
       }),
     );
     log.info({ store: opened.description }, "store open, deliveries running");
@@ -148,6 +181,7 @@ async function startOn(
       stop() {
         stopping ??= (async () => {
           log.info("shutting down: no new requests, draining deliveries");
+          closing.abort();
           await listener.close(config.shutdownGraceMs);
           await engine.stop(config.shutdownGraceMs, () => shutdown.abort());
           await sender.close();

@@ -51,3 +51,30 @@ test("bad settings name the variable", (t) => {
   t.is(loadConfig({ HOST: "::1", LOG_LEVEL: "warn" }).logLevel, "warn");
   t.is(loadConfig({ HOST: "localhost" }).host, "localhost");
 });
+
+test("metrics are on by default, optionally behind a token; tracing is on once an OTLP endpoint is named", (t) => {
+  const defaults = loadConfig({});
+  t.deepEqual(defaults.metrics, { enabled: true });
+  t.is(defaults.tracing, undefined);
+  t.false(defaults.propagateTraceContext);
+  t.deepEqual(loadConfig({ METRICS_ENABLED: "false", METRICS_TOKEN: "scrape-token-0123456789" }).metrics, {
+    enabled: false,
+    token: "scrape-token-0123456789",
+  });
+  t.throws(() => loadConfig({ METRICS_TOKEN: "short" }), { message: /METRICS_TOKEN must be at least 16/ });
+  t.throws(() => loadConfig({ METRICS_ENABLED: "sometimes" }), { message: /METRICS_ENABLED must be true or false/ });
+  t.deepEqual(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" }).tracing, {
+    tracesUrl: "http://collector:4318/v1/traces",
+    serviceName: "webhook-notification-service",
+  });
+  t.deepEqual(
+    loadConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/",
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://traces.example/otlp",
+      OTEL_SERVICE_NAME: "webhooks-eu",
+    }).tracing,
+    { tracesUrl: "https://traces.example/otlp", serviceName: "webhooks-eu" },
+  );
+  t.throws(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }), { message: /OTEL_EXPORTER_OTLP_ENDPOINT must be an http/ });
+  t.true(loadConfig({ PROPAGATE_TRACE_CONTEXT: "true" }).propagateTraceContext);
+});

@@ -47,6 +47,11 @@ const BAD: Array<[string, string]> = [
   ["SHUTDOWN_GRACE_MS", "soon"],
   ["LOG_LEVEL", "verbose"],
   ["UV_THREADPOOL_SIZE", "lots"],
+  ["METRICS_ENABLED", "sometimes"],
+  ["METRICS_TOKEN", "short"],
+  ["OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"],
+  ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ftp://collector/v1/traces"],
+  ["PROPAGATE_TRACE_CONTEXT", "maybe"],
 ];
 
 for (const [name, value] of BAD) {

@@ -15,9 +15,10 @@ export interface ConnectAdapterOptions {
 /**
  * Serves Connect, gRPC and gRPC-Web from the router's handlers, as
  * `connectNodeAdapter` does, except that the request body is read here, whole
- * (every RPC is unary), before a handler sees it: a body over the limit is
+ * (every API RPC takes one message), before a handler sees it: a body over the limit is
  * refused while the rest of it is read and thrown away (`discardBody`), so
- * the client reads the refusal instead of a reset; a binary message that
+ * the client reads the refusal instead of a reset (streams of requests,
+ * which only server reflection takes, are read as they come); a binary message that
  * does not parse is refused as invalid_argument (`malformedMessage`) before
  * any interceptor, auth included, runs.
  */
@@ -43,6 +44,15 @@ export function createConnectAdapter(
 
 async function serve(handler: UniversalHandler, req: NodeRequest, res: NodeResponse, maxBodyBytes: number): Promise<void> {
   const facts = edgeFactsOf(req);
+  if (handler.method.methodKind === "bidi_streaming" || handler.method.methodKind === "client_streaming") {
+    // A stream of requests (server reflection) is read as it comes: its client waits for each answer before
+    // asking again. The router limits each message to maxBodyBytes.
+    await universalResponseToNodeResponse(
+      await handler(universalRequestFromNodeRequest(req, res as never, undefined, edgeContextValues(facts))),
+      res as never,
+    );
+    return;
+  }
   let body: Uint8Array;
   try {
     body = await readBody(req, maxBodyBytes);

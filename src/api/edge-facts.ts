@@ -1,6 +1,7 @@
 import { Code, ConnectError, type ContextValues, createContextKey, createContextValues, type Interceptor } from "@connectrpc/connect";
 import type { NodeRequest } from "./http-body.js";
 import { remoteAddress } from "./listener.js";
+import { requestIdOf } from "./request-id.js";
 
 /** What the edge learned of a request, from the connection and the raw HTTP, for the interceptors. */
 export interface EdgeFacts {
@@ -12,6 +13,8 @@ export interface EdgeFacts {
    * in Connect, gRPC or gRPC-Web, so the call goes on to the first interceptor.
    */
   refusal?: ConnectError;
+  /** See request-id.ts. */
+  requestId?: string;
 }
 
 const edgeKey = createContextKey<EdgeFacts>({}, { description: "what the edge learned of the request" });
@@ -19,7 +22,11 @@ const edgeKey = createContextKey<EdgeFacts>({}, { description: "what the edge le
 /** What the raw request says before any handler reads it. */
 export function edgeFactsOf(req: NodeRequest): EdgeFacts {
   const sourceAddress = remoteAddress(req);
-  const facts: EdgeFacts = sourceAddress === undefined ? {} : { sourceAddress };
+  const requestId = requestIdOf(req);
+  const facts: EdgeFacts = {
+    ...(sourceAddress === undefined ? {} : { sourceAddress }),
+    ...(requestId === undefined ? {} : { requestId }),
+  };
   // Node keeps the first of duplicate Authorization headers and drops the
   // rest; which one a proxy in front of us would pick is anyone's guess.
   const authorizations = countHeader(req.rawHeaders, "authorization");

@@ -1,8 +1,9 @@
-import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type ContextValues, createContextKey, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { type ClientDirectory, secretsEqual } from "../domain/clients.js";
 import { StoreUnavailableError, UnauthenticatedError } from "../domain/errors.js";
 import type { Client } from "../domain/model.js";
+import { edgeFacts } from "./edge-facts.js";
 import { toConnectError } from "./error-mapping.js";
 
 /** The authenticated client of the current call. */
@@ -15,18 +16,34 @@ export function requireClient(values: { get<T>(key: { id: symbol; defaultValue: 
   return client;
 }
 
-/** One log line per call, with its outcome code and duration. */
+/** What every log line of a call carries: the RPC and the request id (X-Request-Id). */
+function callFields(req: { service: { typeName: string }; method: { name: string }; contextValues: ContextValues }) {
+  return { rpc: `${req.service.typeName}/${req.method.name}`, requestId: edgeFacts(req.contextValues).requestId };
+}
+
+/** gRPC health and reflection: probes and tools call them every few seconds, so they are not logged at info nor traced. */
+export function isEcosystemService(typeName: string): boolean {
+  return typeName.startsWith("grpc.");
+}
+
+/**
+ * One log line per call, with its request id, the authenticated client's id
+ * (once authentication got that far), its outcome code and duration.
+ */
 export function createLoggingInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
     const started = performance.now();
-    const rpc = `${req.service.typeName}/${req.method.name}`;
+    const level = isEcosystemService(req.service.typeName) ? "debug" : "info";
+    const line = (code: string) => {
+      const clientId = req.contextValues.get(clientKey)?.id;
+      log[level]({ ...callFields(req), ...(clientId ? { clientId } : {}), code, ms: Math.round(performance.now() - started) }, "rpc");
+    };
     try {
       const res = await next(req);
-      log.info({ rpc, code: "ok", ms: Math.round(performance.now() - started) }, "rpc");
+      line("ok");
       return res;
     } catch (error) {
-      const code = ConnectError.from(error).code;
-      log.info({ rpc, code: Code[code], ms: Math.round(performance.now() - started) }, "rpc");
+      line(Code[ConnectError.from(error).code]);
       throw error;
     }
   };
@@ -39,10 +56,9 @@ export function createErrorInterceptor(log: Logger): Interceptor {
       return await next(req);
     } catch (error) {
       const mapped = toConnectError(error);
-      if (error instanceof StoreUnavailableError)
-        log.warn({ err: error, rpc: `${req.service.typeName}/${req.method.name}` }, "store unavailable");
+      if (error instanceof StoreUnavailableError) log.warn({ err: error, ...callFields(req) }, "store unavailable");
       if (mapped) throw mapped;
-      log.error({ err: error, rpc: `${req.service.typeName}/${req.method.name}` }, "unexpected error");
+      log.error({ err: error, ...callFields(req) }, "unexpected error");
       throw new ConnectError("internal error", Code.Internal);
     }
   };

@@ -3,7 +3,9 @@ import { type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
 import { ACCEPTED_COMPRESSIONS } from "./binary-message.js";
 import { createConnectAdapter } from "./connect-adapter.js";
 import { HttpError, type NodeRequest } from "./http-body.js";
+import { METRICS_PATH } from "./metrics-endpoint.js";
 import { OPENAPI_PATH, serveOpenApi } from "./openapi-endpoint.js";
+import { assignRequestId } from "./request-id.js";
 import { type NodeResponse, RestGateway, writeError } from "./rest-gateway.js";
 
 /** Whether the service can do its work now, and if not, why. */
@@ -18,6 +20,8 @@ export interface RequestHandlerOptions {
   maxBodyBytes: number;
   /** What /readyz and /healthz answer. */
   readiness: () => Readiness;
+  /** What answers GET /metrics; undefined: metrics are off (404). */
+  metrics: ((req: NodeRequest, res: NodeResponse) => void) | undefined;
 }
 
 export type RequestHandler = (req: NodeRequest, res: NodeResponse) => void;
@@ -56,7 +60,7 @@ export function startingHandler(): RequestHandler {
 }
 
 /**
- * The one request listener of the port: health, the REST gateway, then
+ * The one request listener of the port: health, OpenAPI, metrics, the REST gateway, then
  * Connect/gRPC/gRPC-Web for everything else, all on the same handlers.
  */
 export function createRequestHandler(options: RequestHandlerOptions): RequestHandler {
@@ -74,10 +78,15 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
   });
 
   return (req, res) => {
+    assignRequestId(req, res);
     const path = (req.url ?? "/").split("?", 1)[0] ?? "/";
     if (answerHealth(path, res, options.readiness)) return;
     if (path === OPENAPI_PATH) {
       serveOpenApi(req, res);
+      return;
+    }
+    if (path === METRICS_PATH && options.metrics) {
+      options.metrics(req, res);
       return;
     }
     if (gateway.handle(req, res)) return;

@@ -3,6 +3,9 @@ import type { ClientDirectory } from "../domain/clients.js";
 import type { EventCatalog } from "../domain/event-catalog.js";
 import type { Notifications } from "../domain/notifications.js";
 import type { Subscriptions } from "../domain/subscriptions.js";
+import { Health } from "../gen/grpc/health/v1/health_pb.js";
+import * as v1 from "../gen/grpc/reflection/v1/reflection_pb.js";
+import * as v1alpha from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { ClientService } from "../gen/webhooks/v1/client_service_pb.js";
 import { DeliveryService } from "../gen/webhooks/v1/delivery_service_pb.js";
 import { EventService } from "../gen/webhooks/v1/event_service_pb.js";
@@ -12,8 +15,10 @@ import { createClientService } from "./client-service.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createEdgeRefusalInterceptor } from "./edge-facts.js";
 import { createEventService } from "./event-service.js";
+import { createHealthService, type HealthServiceOptions } from "./health-service.js";
 import { createAdminAuthInterceptor, createClientAuthInterceptor } from "./interceptors.js";
 import { createRateLimitInterceptor, type RateLimit } from "./rate-limit.js";
+import { createReflectionV1, createReflectionV1alpha, REFLECTION_SERVICES, ReflectionIndex } from "./reflection-service.js";
 import { createSubscriptionService } from "./subscription-service.js";
 
 export interface ApiDeps {
@@ -26,16 +31,22 @@ export interface ApiDeps {
   rateLimit: RateLimit | undefined;
   /** Failed authentications a source address may make per minute; undefined: no limit. */
   authFailuresPerMinute?: number | undefined;
+  /** What grpc.health.v1 reports (see health-service.ts). */
+  health: Omit<HealthServiceOptions, "services">;
 }
 
-/** Every service the port serves; the REST gateway reads their annotations. */
+/** The API's services; the REST gateway reads their annotations. */
 export const SERVICES = [SubscriptionService, DeliveryService, EventService, ClientService] as const;
 
+/** Every service the port serves: the API's, health and server reflection (these two need no credentials). */
+export const ALL_SERVICES = [...SERVICES, Health, ...REFLECTION_SERVICES] as const;
+
 /**
- * `common` (logging, error mapping) wraps every service; inside it the
+ * `common` (tracing, logging, metrics, error mapping) wraps every service; inside it the
  * edge's refusal (see edge-facts.ts) comes first, then the failed-auth limit
  * per source address (one budget for both kinds of credential), then each
- * service's own authentication. Connect replaces router-level
+ * service's own authentication. Health and reflection get `common` only:
+ * probes and tools call them without credentials. Connect replaces router-level
  * interceptors with service-level ones, so both are listed here.
  */
 export function createRoutes(deps: ApiDeps, common: Interceptor[]): (router: ConnectRouter) => void {
@@ -46,10 +57,15 @@ export function createRoutes(deps: ApiDeps, common: Interceptor[]): (router: Con
     : [];
   const asClient = { interceptors: [...common, refusal, ...failures, createClientAuthInterceptor(deps.directory), ...limited] };
   const asAdmin = { interceptors: [...common, refusal, ...failures, createAdminAuthInterceptor(deps.adminToken), ...limited] };
+  const reflection = new ReflectionIndex(ALL_SERVICES);
+  const open = { interceptors: common };
   return (router) => {
     router.service(SubscriptionService, createSubscriptionService(deps), asClient);
     router.service(DeliveryService, createDeliveryService(deps), asClient);
     router.service(EventService, createEventService(deps), asAdmin);
     router.service(ClientService, createClientService(deps), asAdmin);
+    router.service(Health, createHealthService({ ...deps.health, services: ALL_SERVICES.map((service) => service.typeName) }), open);
+    router.service(v1.ServerReflection, createReflectionV1(reflection), open);
+    router.service(v1alpha.ServerReflection, createReflectionV1alpha(reflection), open);
   };
 }

@@ -66,6 +66,8 @@ export class DeliveryWorker {
       autoDisableAfterMs?: number;
       /** Told of every attempt and of subscriptions it disables. */
       observer: DeliveryObserver;
+      /** Headers sent with every attempt to carry its trace to the receiver (W3C `traceparent`); undefined: none. */
+      traceHeaders?: () => Record<string, string>;
       log: Logger;
       shutdown: AbortSignal;
     },
@@ -108,6 +110,7 @@ export class DeliveryWorker {
         ...(subscription ? { subscription } : {}),
         attempt: record,
         status: "failed",
+        sent: false,
       });
     };
     if (!subscription?.enabled) {
@@ -131,7 +134,7 @@ export class DeliveryWorker {
     const result = await this.deps.sender.send({
       url: subscription.url,
       body: notification.body,
-      headers,
+      headers: { ...this.deps.traceHeaders?.(), ...headers },
       signal: this.deps.shutdown,
     });
     onRequestDone?.();
@@ -157,7 +160,7 @@ export class DeliveryWorker {
       succeeded,
     };
     await store.notifications.recordAttempt(record, status);
-    this.#observe({ kind: "attempt-finished", at: new Date(), notification, subscription, attempt: record, status });
+    this.#observe({ kind: "attempt-finished", at: new Date(), notification, subscription, attempt: record, status, sent: true });
     // The attempt is recorded; bookkeeping that fails now must not turn into
     // an early retry (our failure, not the receiver's).
     await this.#trackHealth(subscription, succeeded, startedAt, log).catch((err: unknown) => log.error({ err }, "failure tracking failed"));
@@ -167,7 +170,7 @@ export class DeliveryWorker {
       return { kind: "done" };
     }
     if (gone) {
-      await this.#disable(subscription, "disabled automatically: the receiver answered 410 Gone").catch((err: unknown) =>
+      await this.#disable(subscription, "gone", "disabled automatically: the receiver answered 410 Gone").catch((err: unknown) =>
         log.error({ err }, "disabling after 410 failed"),
       );
       log.warn(fields, "receiver answered 410 Gone; subscription disabled, no retries");
@@ -192,15 +195,15 @@ export class DeliveryWorker {
     const since = await subscriptions.markFailing(subscription.id, at);
     const limit = this.deps.autoDisableAfterMs;
     if (since && limit !== undefined && at.getTime() - since.getTime() >= limit) {
-      await this.#disable(subscription, `disabled automatically: every delivery failed since ${since.toISOString()}`);
+      await this.#disable(subscription, "failing", `disabled automatically: every delivery failed since ${since.toISOString()}`);
       log.warn({ failingSince: since }, "subscription disabled after failing too long");
     }
   }
 
-  async #disable(subscription: Subscription, reason: string): Promise<void> {
+  async #disable(subscription: Subscription, cause: "gone" | "failing", reason: string): Promise<void> {
     const at = new Date();
     await this.deps.store.subscriptions.disable(subscription.id, reason, at);
-    this.#observe({ kind: "subscription-disabled", at, subscription, reason });
+    this.#observe({ kind: "subscription-disabled", at, subscription, cause, reason });
   }
 
   #observe(event: DeliveryEvent): void {

@@ -15,6 +15,14 @@ export interface LaneLimits {
   client: ConcurrencyLimit;
 }
 
+/** See `FairLanes.occupancy`. */
+export interface LaneOccupancy {
+  inFlight: number;
+  waiting: number;
+  endpointsInFlight: number;
+  endpointsAtLimit: number;
+}
+
 interface EndpointLane<J> {
   readonly key: string;
   readonly client: ClientLane<J>;
@@ -155,6 +163,22 @@ export class FairLanes<J extends LaneJob> {
   /** Waiting and in-flight jobs of each client that has any. */
   *clients(): IterableIterator<{ clientId: string; waiting: number; inFlight: number }> {
     for (const client of this.#clients.values()) yield { clientId: client.id, waiting: client.waiting, inFlight: client.inFlight };
+  }
+
+  /**
+   * For metrics, in one pass over the endpoints that have jobs: requests in
+   * flight and jobs waiting, endpoints with a request in flight, and those
+   * of them at their limit.
+   */
+  occupancy(): LaneOccupancy {
+    let endpointsInFlight = 0;
+    let endpointsAtLimit = 0;
+    for (const lane of this.#endpoints.values()) {
+      if (lane.inFlight === 0) continue;
+      endpointsInFlight++;
+      if (lane.inFlight >= this.limits.endpoint.limit(lane.key)) endpointsAtLimit++;
+    }
+    return { inFlight: this.#started.size, waiting: this.#waiting, endpointsInFlight, endpointsAtLimit };
   }
 
   /** Requests in flight to this endpoint. */

@@ -151,9 +151,19 @@ async function readCapped(body: AsyncIterable<Uint8Array> & { destroy(): void },
   return Buffer.concat(chunks).subarray(0, maxBytes).toString("utf8");
 }
 
+const TIMEOUT_PREFIX = "timeout: ";
+const REFUSED_PREFIX = "refused: ";
+
+/** What kind of failure an attempt's recorded `error` (as `send` describes it) was, where it is one metrics single out. */
+export function failureKind(error: string | undefined): "timeout" | "forbidden_target" | undefined {
+  if (error?.startsWith(TIMEOUT_PREFIX)) return "timeout";
+  if (error?.startsWith(REFUSED_PREFIX)) return "forbidden_target";
+  return undefined;
+}
+
 function describeFailure(error: unknown, timedOut: boolean, timeoutMs: number): string {
-  if (timedOut) return `timeout: no answer within ${timeoutMs} ms`;
-  if (error instanceof ForbiddenTargetError) return `refused: ${error.message}`;
+  if (timedOut) return `${TIMEOUT_PREFIX}no answer within ${timeoutMs} ms`;
+  if (error instanceof ForbiddenTargetError) return `${REFUSED_PREFIX}${error.message}`;
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   const code = (error as { code?: string }).code ?? cause?.code;
   if (error instanceof undiciErrors.UndiciError || code) {

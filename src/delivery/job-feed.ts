@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from "./clock.js";
-import { FairLanes, type LaneJob, type LaneLimits } from "./fair-lanes.js";
+import { FairLanes, type LaneJob, type LaneLimits, type LaneOccupancy } from "./fair-lanes.js";
 import type { FeedJob, JobSource, LockedBatch, LockRequest } from "./job-source.js";
 import { LaneBudgets } from "./lane-budgets.js";
 import { type SentFetch, SourceView } from "./source-view.js";
@@ -107,6 +107,11 @@ export class JobFeed<J extends FeedJob> {
   /** Jobs handed out and not finished. */
   get inFlight(): number {
     return this.#lanes.inFlight;
+  }
+
+  /** Requests in flight and jobs waiting, by endpoint (see FairLanes.occupancy). */
+  occupancy(): LaneOccupancy {
+    return this.#lanes.occupancy();
   }
 
   /** Whether `take()` would hand out a job now. */

@@ -8,12 +8,15 @@ import type { DeliveryAttempt, Notification, NotificationStatus, Subscription } 
 export type DeliveryEvent =
   /** Notifications were accepted (stored and queued), by a publish, a sample, a redelivery or a recovery. */
   | { kind: "accepted"; at: Date; notifications: readonly Notification[] }
+  /** A publish fanned an event out to `fanout` subscriptions (0: nobody subscribes); not told of a repeated idempotency key. */
+  | { kind: "published"; at: Date; event: string; fanout: number }
   /** An attempt's request is about to go out. */
   | { kind: "attempt-started"; at: Date; notification: Notification; subscription: Subscription; attempt: number }
   /**
    * An attempt ended and was recorded: `status` is the notification's status
    * after it (`pending`: a retry follows; `delivered`; `failed`: for good).
    * `subscription` is absent when it was deleted before the attempt.
+   * `sent`: a request went out (false: the attempt was abandoned before, see the attempt's error).
    */
   | {
       kind: "attempt-finished";
@@ -22,9 +25,10 @@ export type DeliveryEvent =
       subscription?: Subscription;
       attempt: DeliveryAttempt;
       status: NotificationStatus;
+      sent: boolean;
     }
-  /** A subscription was disabled by the service (410 Gone, or failing too long). */
-  | { kind: "subscription-disabled"; at: Date; subscription: Subscription; reason: string };
+  /** A subscription was disabled by the service: its receiver answered 410 Gone, or every delivery failed too long. */
+  | { kind: "subscription-disabled"; at: Date; subscription: Subscription; cause: "gone" | "failing"; reason: string };
 
 export interface DeliveryObserver {
   observe(event: DeliveryEvent): void;

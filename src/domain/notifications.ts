@@ -52,10 +52,14 @@ export class Notifications {
     const notifications = this.#fanOut(subscriptions, type.name, body, at);
     if (key === "") {
       await this.#accept(notifications, subscriptions);
+      this.#published(type.name, notifications.length);
       return { jobIds: notifications.map((n) => n.id), duplicate: false };
     }
     const { ids, duplicate } = await this.deps.queue.acceptOnce(input.clientId, key, notifications, subscriptions);
-    if (!duplicate) this.#accepted(notifications);
+    if (!duplicate) {
+      this.#accepted(notifications);
+      this.#published(type.name, notifications.length);
+    }
     return { jobIds: ids, duplicate };
   }
 
@@ -169,6 +173,10 @@ export class Notifications {
   async #accept(notifications: readonly Notification[], subscriptions: readonly Subscription[]): Promise<void> {
     await this.deps.queue.accept(notifications, subscriptions);
     this.#accepted(notifications);
+  }
+
+  #published(event: string, fanout: number): void {
+    this.deps.observer.observe({ kind: "published", at: new Date(), event, fanout });
   }
 
   #accepted(notifications: readonly Notification[]): void {

@@ -87,9 +87,9 @@ test("the worker tells its observer of each attempt it starts and finishes, and 
   );
   const [started, retried, , gone, disabled] = events;
   t.like(started, { kind: "attempt-started", attempt: 0, notification: { id: notification.id } });
-  t.like(retried, { kind: "attempt-finished", status: "pending", attempt: { attempt: 0, statusCode: 500, succeeded: false } });
+  t.like(retried, { kind: "attempt-finished", status: "pending", sent: true, attempt: { attempt: 0, statusCode: 500, succeeded: false } });
   t.like(gone, { kind: "attempt-finished", status: "failed", attempt: { attempt: 1, statusCode: 410 } });
-  t.like(disabled, { kind: "subscription-disabled", subscription: { id: subscriptionId } });
+  t.like(disabled, { kind: "subscription-disabled", cause: "gone", subscription: { id: subscriptionId } });
   t.regex((disabled as { reason: string }).reason, /410 Gone/);
   for (const event of events) t.true(event.at instanceof Date);
 });

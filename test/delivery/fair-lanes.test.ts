@@ -170,3 +170,18 @@ test("random operations keep every cap and lose or repeat no job", (t) => {
   t.is(drained, waiting.size);
   t.is(lanes.waiting, 0);
 });
+
+test("occupancy: requests in flight, jobs waiting, endpoints with a request in flight and those at their cap", (t) => {
+  const lanes = new FairLanes<Job>(fixed(2, 100));
+  t.deepEqual(lanes.occupancy(), { inFlight: 0, waiting: 0, endpointsInFlight: 0, endpointsAtLimit: 0 });
+  for (let i = 0; i < 3; i++) lanes.add(job("a", "full"));
+  lanes.add(job("a", "one"));
+  lanes.add(job("b", "idle"));
+  const taken = [lanes.take(), lanes.take(), lanes.take()] as Job[];
+  // "a full" holds both its slots, "a one" and "b idle" one each of theirs: b's job went out in its turn.
+  t.deepEqual(lanes.occupancy(), { inFlight: 3, waiting: 2, endpointsInFlight: 3, endpointsAtLimit: 0 });
+  takeAll(lanes);
+  t.deepEqual(lanes.occupancy(), { inFlight: 4, waiting: 1, endpointsInFlight: 3, endpointsAtLimit: 1 });
+  for (const done of taken) lanes.finish(done);
+  t.like(lanes.occupancy(), { inFlight: 1 });
+});

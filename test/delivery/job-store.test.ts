@@ -4,7 +4,7 @@ import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { createJobStore } from "../../src/delivery/agenda/create-delivery-engine.js";
 import type { LockedJob, NewDelivery } from "../../src/delivery/agenda/delivery-job-store.js";
-import { LOCK_DUE } from "../../src/delivery/agenda/postgres-job-store.js";
+import { COUNT_JOBS, LOCK_DUE } from "../../src/delivery/agenda/postgres-job-store.js";
 import type { LockRequest } from "../../src/delivery/job-source.js";
 import { newId } from "../../src/domain/ids.js";
 import type { Notification, Subscription } from "../../src/domain/model.js";
@@ -345,6 +345,36 @@ for (const target of storeTargets().filter((t) => t.name === "postgres")) {
     t.regex(plan, /wh_delivery_jobs_due_idx/, plan);
     t.regex(plan, /wh_delivery_jobs_locked_idx/, plan);
     t.notRegex(plan, /Seq Scan/, plan);
+    // What /metrics reads on every scrape keeps to the same indexes.
+    const counts = await planOf(client, COUNT_JOBS);
+    t.regex(counts, /wh_delivery_jobs_due_idx/, counts);
+    t.regex(counts, /wh_delivery_jobs_locked_idx/, counts);
+    t.notRegex(counts, /Seq Scan/, counts);
+  });
+}
+
+for (const target of storeTargets()) {
+  testOn(target)(`${target.name}: counts say what is due, scheduled and locked, and since when the oldest due job waits`, async (t) => {
+    const { opened, jobs, clientId } = await openJobs(t, target);
+    const subscription = await subscribe(opened, clientId);
+    t.like(await jobs.counts(), { due: 0, scheduled: 0, locked: 0, oldestDueAt: null });
+    const before = Date.now();
+    const traced = deliveries(subscription, 3).map((delivery) => ({
+      ...delivery,
+      traceContext: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    }));
+    await jobs.insert(traced, unlocked);
+    const counts = await jobs.counts();
+    t.like(counts, { due: 3, scheduled: 0, locked: 0 });
+    const oldest = counts.oldestDueAt?.getTime() ?? 0;
+    t.true(oldest >= before - 1000 && oldest <= Date.now(), String(counts.oldestDueAt));
+
+    const [first, second] = (await jobs.lockDue(request(2))).jobs;
+    if (!first || !second) return t.fail("two jobs locked");
+    t.is(first.traceContext, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "the trace context comes back with the job");
+    await jobs.save([{ id: first.id, heldLock: first.lockedAt, nextRunAt: new Date(Date.now() + 3_600_000) }]);
+    t.like(await jobs.counts(), { due: 1, scheduled: 1, locked: 1 });
+    t.is((await jobs.get(first.id))?.traceContext, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
   });
 }
 

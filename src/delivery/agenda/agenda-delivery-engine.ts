@@ -1,15 +1,18 @@
+import { context } from "@opentelemetry/api";
 import { Agenda, type AgendaBackend, type Job, type NotificationChannel } from "agenda";
 import type { Logger } from "pino";
 import type { Notification, Subscription } from "../../domain/model.js";
 import type { DeliveryQueue } from "../../domain/ports.js";
 import { type RetryPolicy, retryDelay } from "../../domain/retry-policy.js";
+import { contextOfTraceParent, currentTraceParent } from "../../observability/trace-context.js";
 import { DeliveryHealth, type HealthReport } from "../delivery-health.js";
 import type { DeliveryWorker } from "../delivery-worker.js";
 import { EarnedConcurrency } from "../earned-concurrency.js";
 import { endpointOf } from "../endpoint.js";
+import type { LaneOccupancy } from "../fair-lanes.js";
 import { JobFeed } from "../job-feed.js";
 import { DELIVER_JOB, type DeliverJobData, DeliveryJobRepository } from "./delivery-job-repository.js";
-import type { DeliveryJobStore, LockedJob, NewDelivery } from "./delivery-job-store.js";
+import type { DeliveryJobStore, JobCounts, LockedJob, NewDelivery } from "./delivery-job-store.js";
 import { WakeChannel } from "./wake-channel.js";
 
 export interface DeliveryEngineOptions {
@@ -216,6 +219,16 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
     return this.#health.report();
   }
 
+  /** This instance's requests in flight and jobs waiting for a slot, by endpoint. */
+  occupancy(): LaneOccupancy {
+    return this.#feed.occupancy();
+  }
+
+  /** The queue as the job store counts it, across every instance. */
+  counts(): Promise<JobCounts> {
+    return this.store.counts();
+  }
+
   async #run(job: Job<DeliverJobData>): Promise<void> {
     const { notificationId } = job.attrs.data;
     const lease = this.#repository.leaseOf(job.attrs);
@@ -233,7 +246,9 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
       job.touch().catch((err: unknown) => this.options.log.warn({ err, jobId: notificationId }, "renewing a job's lock failed"));
     }, this.options.lockLifetimeMs / 3);
     try {
-      const outcome = await this.options.worker.attemptNext(notificationId, () => requestDone(true));
+      // The attempt joins the trace of the call that accepted its notification.
+      const trace = contextOfTraceParent(lease?.traceContext);
+      const outcome = await context.with(trace, () => this.options.worker.attemptNext(notificationId, () => requestDone(true)));
       if (outcome.kind === "retry") throw new RetryLater(outcome.reason, outcome.retry, outcome.retryAfterMs);
       // Agenda saves nextRunAt after the run: the same attempt runs again.
       if (outcome.kind === "requeue") job.attrs.nextRunAt = new Date();
@@ -244,9 +259,11 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
   }
 
   #deliveries(notifications: readonly Notification[], subscriptions: ReadonlyMap<string, Subscription>): NewDelivery[] {
+    const traceContext = currentTraceParent();
     return notifications.map((notification) => ({
       notification,
       endpoint: endpointOf(notification.clientId, subscriptions.get(notification.subscriptionId)?.url ?? ""),
+      ...(traceContext ? { traceContext } : {}),
     }));
   }
 

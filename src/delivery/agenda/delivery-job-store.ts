@@ -20,6 +20,12 @@ export interface StoredJob {
   failCount?: number;
   failReason?: string;
   failedAt?: Date;
+  /**
+   * The W3C `traceparent` of the call that accepted the notification: its
+   * attempts' spans join that trace, on whichever instance and after
+   * whatever restart they run.
+   */
+  traceContext?: string;
 }
 
 /** A job this instance holds the lock of. */
@@ -54,13 +60,20 @@ export interface LockRenewal {
 export interface NewDelivery {
   notification: Notification;
   endpoint: string;
+  /** See StoredJob.traceContext. */
+  traceContext?: string;
 }
 
-/** Counts for status reports: jobs due now and unlocked, due later, and locked by someone. */
+/**
+ * Counts for status reports and metrics: jobs due now and unlocked, due
+ * later, and locked by someone; and when the longest-waiting due job fell
+ * due (null: none is due). Read through indexes, never the whole table.
+ */
 export interface JobCounts {
   due: number;
   scheduled: number;
   locked: number;
+  oldestDueAt: Date | null;
 }
 
 /**

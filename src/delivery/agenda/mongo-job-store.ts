@@ -20,6 +20,7 @@ interface JobDoc {
   failCount: number;
   failReason?: string;
   failedAt?: Date;
+  traceContext?: string;
 }
 
 type Doc = NotificationDoc & { job?: JobDoc };
@@ -40,6 +41,7 @@ function toJob(id: string, job: JobDoc): StoredJob {
     ...optional("lastFinishedAt", job.lastFinishedAt),
     ...optional("failReason", job.failReason),
     ...optional("failedAt", job.failedAt),
+    ...optional("traceContext", job.traceContext),
   };
 }
 
@@ -294,12 +296,14 @@ export class MongoJobStore implements DeliveryJobStore {
 
   async counts(): Promise<JobCounts> {
     const now = new Date();
-    const [due, scheduled, locked] = await Promise.all([
-      this.#notifications.countDocuments({ "job.lockedAt": null, "job.nextRunAt": { $lte: now } }),
-      this.#notifications.countDocuments({ "job.lockedAt": null, "job.nextRunAt": { $gt: now } }),
+    const dueFilter = { job: { $exists: true }, "job.lockedAt": null, "job.nextRunAt": { $lte: now } };
+    const [due, scheduled, locked, oldest] = await Promise.all([
+      this.#notifications.countDocuments(dueFilter),
+      this.#notifications.countDocuments({ job: { $exists: true }, "job.lockedAt": null, "job.nextRunAt": { $gt: now } }),
       this.#notifications.countDocuments({ "job.lockedAt": { $ne: null }, job: { $exists: true } }),
+      this.#notifications.findOne(dueFilter, { sort: { "job.nextRunAt": 1 }, projection: { "job.nextRunAt": 1 } }),
     ]);
-    return { due, scheduled, locked };
+    return { due, scheduled, locked, oldestDueAt: oldest?.job?.nextRunAt ?? null };
   }
 
   #newJob(delivery: NewDelivery, nextRunAt: Date, lockedAt: Date | null): JobDoc {
@@ -311,6 +315,7 @@ export class MongoJobStore implements DeliveryJobStore {
       lockedBy: lockedAt ? this.options.owner : null,
       insertedBy: this.options.owner,
       failCount: 0,
+      ...optional("traceContext", delivery.traceContext),
     };
   }
 

@@ -22,6 +22,7 @@ const CREATE = `
     fail_reason text,
     failed_at timestamptz
   ) WITH (fillfactor = 70);
+  ALTER TABLE wh_delivery_jobs ADD COLUMN IF NOT EXISTS trace_context text;
   CREATE INDEX IF NOT EXISTS wh_delivery_jobs_due_idx ON wh_delivery_jobs (next_run_at) WHERE locked_at IS NULL;
   CREATE INDEX IF NOT EXISTS wh_delivery_jobs_locked_idx ON wh_delivery_jobs (locked_at) WHERE locked_at IS NOT NULL;`;
 

@@ -19,6 +19,7 @@ interface JobRow {
   fail_count: number;
   fail_reason: string | null;
   failed_at: Date | null;
+  trace_context: string | null;
 }
 
 function toJob(row: JobRow): StoredJob {
@@ -35,6 +36,7 @@ function toJob(row: JobRow): StoredJob {
   if (row.last_finished_at) job.lastFinishedAt = row.last_finished_at;
   if (row.fail_reason !== null) job.failReason = row.fail_reason;
   if (row.failed_at) job.failedAt = row.failed_at;
+  if (row.trace_context) job.traceContext = row.trace_context;
   return job;
 }
 
@@ -97,14 +99,38 @@ export const LOCK_DUE = `
          locked.*
   FROM (SELECT 1) AS one LEFT JOIN locked ON true`;
 
-/** Notifications and their jobs in one statement: the notification columns ($1…$10), then the jobs'. */
+/** Notifications and their jobs in one statement: the notification columns ($1…$10), then the jobs' (see `insertValues`). */
 const INSERT = `
   WITH inserted AS (${INSERT_NOTIFICATIONS} RETURNING id, client_id),
-  input AS (SELECT * FROM unnest($11::text[], $12::text[], $13::bool[]) AS t (id, endpoint, locked))
-  INSERT INTO wh_delivery_jobs (id, endpoint, client_id, next_run_at, locked_at, locked_by)
-  SELECT i.id, input.endpoint, i.client_id, $14::timestamptz, CASE WHEN input.locked THEN $14::timestamptz END, CASE WHEN input.locked THEN $15 END
+  input AS (SELECT * FROM unnest($11::text[], $12::text[], $13::bool[], $16::text[]) AS t (id, endpoint, locked, trace_context))
+  INSERT INTO wh_delivery_jobs (id, endpoint, client_id, next_run_at, locked_at, locked_by, trace_context)
+  SELECT i.id, input.endpoint, i.client_id, $14::timestamptz, CASE WHEN input.locked THEN $14::timestamptz END, CASE WHEN input.locked THEN $15 END,
+         input.trace_context
   FROM inserted i JOIN input ON input.id = i.id
   RETURNING *`;
+
+/** INSERT's parameters: the notifications', then each job's id, endpoint and whether it goes in locked, the time, the owner and trace contexts. */
+function insertValues(deliveries: readonly NewDelivery[], locked: readonly boolean[], owner: string | null): unknown[] {
+  return [
+    ...insertParameters(deliveries.map((delivery) => delivery.notification)),
+    deliveries.map((delivery) => delivery.notification.id),
+    deliveries.map((delivery) => delivery.endpoint),
+    locked,
+    new Date(),
+    owner,
+    deliveries.map((delivery) => delivery.traceContext ?? null),
+  ];
+}
+
+/**
+ * The queue's counts (metrics scrape them), each on its own partial index:
+ * one FILTERed count over the table would read every row.
+ */
+export const COUNT_JOBS = `
+  SELECT (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at <= now())::int AS due,
+         (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at > now())::int AS scheduled,
+         (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NOT NULL)::int AS locked,
+         (SELECT min(next_run_at) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at <= now()) AS "oldestDueAt"`;
 
 /** Each ended run's state, written only where the job still has the lock its run held ($2); the lock is released. */
 const SAVE = `
@@ -261,14 +287,7 @@ export class PostgresJobStore implements DeliveryJobStore {
     const { rows } = await this.pools.api.query<JobRow>({
       name: "wh-insert-jobs",
       text: INSERT,
-      values: [
-        ...insertParameters(deliveries.map((delivery) => delivery.notification)),
-        deliveries.map((delivery) => delivery.notification.id),
-        deliveries.map((delivery) => delivery.endpoint),
-        locked,
-        new Date(),
-        this.options.owner,
-      ],
+      values: insertValues(deliveries, locked, this.options.owner),
     });
     const byId = new Map(rows.filter((row) => row.locked_at !== null).map((row) => [row.id, toJob(row) as LockedJob]));
     return calls.map((call) => call.deliveries.flatMap((delivery) => byId.get(delivery.notification.id) ?? []));
@@ -290,14 +309,14 @@ export class PostgresJobStore implements DeliveryJobStore {
         return { ids: rows[0]?.notification_ids ?? [], duplicate: true };
       }
       if (deliveries.length > 0) {
-        await client.query(INSERT, [
-          ...insertParameters(deliveries.map((delivery) => delivery.notification)),
-          ids,
-          deliveries.map((delivery) => delivery.endpoint),
-          deliveries.map(() => false),
-          new Date(),
-          null,
-        ]);
+        await client.query(
+          INSERT,
+          insertValues(
+            deliveries,
+            deliveries.map(() => false),
+            null,
+          ),
+        );
       }
       return { ids, duplicate: false };
     });
@@ -322,12 +341,7 @@ export class PostgresJobStore implements DeliveryJobStore {
   }
 
   async counts(): Promise<JobCounts> {
-    const { rows } = await this.pools.bookkeeping.query<JobCounts>(
-      `SELECT count(*) FILTER (WHERE locked_at IS NULL AND next_run_at <= now())::int AS due,
-              count(*) FILTER (WHERE locked_at IS NULL AND next_run_at > now())::int AS scheduled,
-              count(*) FILTER (WHERE locked_at IS NOT NULL)::int AS locked
-       FROM wh_delivery_jobs`,
-    );
-    return rows[0] ?? { due: 0, scheduled: 0, locked: 0 };
+    const { rows } = await this.pools.bookkeeping.query<JobCounts>({ name: "wh-count-jobs", text: COUNT_JOBS });
+    return rows[0] ?? { due: 0, scheduled: 0, locked: 0, oldestDueAt: null };
   }
 }
