@@ -104,35 +104,41 @@ function testOn(target: StoreTarget) {
 }
 
 for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
-  testOn(target)(`${target.name}: a renewal moves the lock alone; the schedule stays, for whoever takes the job over after a crash`, async (t) => {
-    const { jobs, repository, attrs, job } = await oneRun(t, target);
-    const scheduled = (await jobs.get(job.id))?.nextRunAt?.getTime();
-    t.is(await touch(repository, attrs), undefined);
-    const stored = await jobs.get(job.id);
-    t.is(stored?.lockedAt?.getTime(), attrs.lockedAt?.getTime(), "renewed");
-    t.is(stored?.nextRunAt?.getTime(), scheduled, "still due when its lock expires");
-  });
+  testOn(target)(
+    `${target.name}: a renewal moves the lock alone; the schedule stays, for whoever takes the job over after a crash`,
+    async (t) => {
+      const { jobs, repository, attrs, job } = await oneRun(t, target);
+      const scheduled = (await jobs.get(job.id))?.nextRunAt?.getTime();
+      t.is(await touch(repository, attrs), undefined);
+      const stored = await jobs.get(job.id);
+      t.is(stored?.lockedAt?.getTime(), attrs.lockedAt?.getTime(), "renewed");
+      t.is(stored?.nextRunAt?.getTime(), scheduled, "still due when its lock expires");
+    },
+  );
 
   for (const ending of ["a retry", "delivered"] as const) {
-    testOn(target)(`${target.name}: the save ending a run (${ending}) waits for a renewal in flight and uses the renewed lock`, async (t) => {
-      const { jobs, repository, attrs, job } = await oneRun(t, target);
-      const renewal = touch(repository, attrs);
-      // The attempt ends while the renewal's statement is on its way.
-      attrs.lockedAt = undefined;
-      attrs.lastFinishedAt = new Date();
-      const retryAt = new Date(Date.now() + 60_000);
-      attrs.nextRunAt = ending === "a retry" ? retryAt : null;
-      await repository.saveJobState(attrs);
-      t.is(await renewal, undefined);
-      const stored = await jobs.get(job.id);
-      if (ending === "delivered") {
-        t.is(stored, undefined, "deleted");
-        t.is(await repository.removeJobs({ id: job.id }), 1, "Agenda's delete that follows answers from memory");
-      } else {
-        t.is(stored?.lockedAt, undefined, "released");
-        t.is(stored?.nextRunAt?.getTime(), retryAt.getTime(), "the retry is scheduled");
-      }
-    });
+    testOn(target)(
+      `${target.name}: the save ending a run (${ending}) waits for a renewal in flight and uses the renewed lock`,
+      async (t) => {
+        const { jobs, repository, attrs, job } = await oneRun(t, target);
+        const renewal = touch(repository, attrs);
+        // The attempt ends while the renewal's statement is on its way.
+        attrs.lockedAt = undefined;
+        attrs.lastFinishedAt = new Date();
+        const retryAt = new Date(Date.now() + 60_000);
+        attrs.nextRunAt = ending === "a retry" ? retryAt : null;
+        await repository.saveJobState(attrs);
+        t.is(await renewal, undefined);
+        const stored = await jobs.get(job.id);
+        if (ending === "delivered") {
+          t.is(stored, undefined, "deleted");
+          t.is(await repository.removeJobs({ id: job.id }), 1, "Agenda's delete that follows answers from memory");
+        } else {
+          t.is(stored?.lockedAt, undefined, "released");
+          t.is(stored?.nextRunAt?.getTime(), retryAt.getTime(), "the retry is scheduled");
+        }
+      },
+    );
   }
 
   testOn(target)(`${target.name}: a renewal that fails leaves the run under its old lock, in Agenda's memory too`, async (t) => {

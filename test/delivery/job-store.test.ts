@@ -86,65 +86,71 @@ function testOn(target: StoreTarget) {
 }
 
 for (const target of storeTargets()) {
-  testOn(target)(`${target.name}: accepting stores each notification with a due job; those asked for go in locked and come back`, async (t) => {
-    const { opened, jobs, clientId } = await openJobs(t, target);
-    const subscription = await subscribe(opened, clientId);
-    const first = deliveries(subscription, 3);
-    const second = deliveries(subscription, 2);
-    const before = Date.now();
-    // Concurrent calls may share one write: lockFor sees all of its deliveries at once.
-    const [a, b] = await Promise.all([
-      jobs.insert(first, (all) => all.map((_, i) => i < 2)),
-      jobs.insert(second, (all) => all.map((_, i) => i < 2)),
-    ]);
-    const locked = [...a, ...b];
-    t.true(locked.length >= 2 && locked.length <= 4);
-    for (const job of locked) {
-      t.true(job.lockedAt.getTime() >= before - 1000);
-      const stored = await jobs.get(job.id);
-      t.is(stored?.lockedAt?.getTime(), job.lockedAt.getTime());
-      t.is(stored?.lastModifiedBy, "instance-1");
-      t.is(stored?.endpoint, job.endpoint);
-    }
-    for (const delivery of [...first, ...second]) {
-      t.is((await opened.store.notifications.get(delivery.notification.id))?.status, "pending");
-      const job = await jobs.get(delivery.notification.id);
-      t.truthy(job?.nextRunAt, "due");
-      t.is(job?.clientId, clientId);
-    }
-    t.deepEqual(await jobs.insert([], unlocked), []);
-    t.like(await jobs.counts(), { due: 5 - locked.length, locked: locked.length });
-  });
+  testOn(target)(
+    `${target.name}: accepting stores each notification with a due job; those asked for go in locked and come back`,
+    async (t) => {
+      const { opened, jobs, clientId } = await openJobs(t, target);
+      const subscription = await subscribe(opened, clientId);
+      const first = deliveries(subscription, 3);
+      const second = deliveries(subscription, 2);
+      const before = Date.now();
+      // Concurrent calls may share one write: lockFor sees all of its deliveries at once.
+      const [a, b] = await Promise.all([
+        jobs.insert(first, (all) => all.map((_, i) => i < 2)),
+        jobs.insert(second, (all) => all.map((_, i) => i < 2)),
+      ]);
+      const locked = [...a, ...b];
+      t.true(locked.length >= 2 && locked.length <= 4);
+      for (const job of locked) {
+        t.true(job.lockedAt.getTime() >= before - 1000);
+        const stored = await jobs.get(job.id);
+        t.is(stored?.lockedAt?.getTime(), job.lockedAt.getTime());
+        t.is(stored?.lastModifiedBy, "instance-1");
+        t.is(stored?.endpoint, job.endpoint);
+      }
+      for (const delivery of [...first, ...second]) {
+        t.is((await opened.store.notifications.get(delivery.notification.id))?.status, "pending");
+        const job = await jobs.get(delivery.notification.id);
+        t.truthy(job?.nextRunAt, "due");
+        t.is(job?.clientId, clientId);
+      }
+      t.deepEqual(await jobs.insert([], unlocked), []);
+      t.like(await jobs.counts(), { due: 5 - locked.length, locked: locked.length });
+    },
+  );
 
-  testOn(target)(`${target.name}: a lock takes due jobs oldest first, within each endpoint's and client's budget, and says when more are due`, async (t) => {
-    const { opened, jobs, clientId } = await openJobs(t, target);
-    const subscription = await subscribe(opened, clientId);
-    const other = (await opened.store.clients.ensureWithKey("other", newId("cli"))).id;
-    const otherSubscription = await subscribe(opened, other);
-    const hung = deliveries(subscription, 30, `${clientId} https://hung.example`);
-    await jobs.insert(hung, unlocked);
-    await jobs.insert(deliveries(subscription, 5, `${clientId} https://fine.example`), unlocked);
-    await jobs.insert(deliveries(otherSubscription, 5), unlocked);
+  testOn(target)(
+    `${target.name}: a lock takes due jobs oldest first, within each endpoint's and client's budget, and says when more are due`,
+    async (t) => {
+      const { opened, jobs, clientId } = await openJobs(t, target);
+      const subscription = await subscribe(opened, clientId);
+      const other = (await opened.store.clients.ensureWithKey("other", newId("cli"))).id;
+      const otherSubscription = await subscribe(opened, other);
+      const hung = deliveries(subscription, 30, `${clientId} https://hung.example`);
+      await jobs.insert(hung, unlocked);
+      await jobs.insert(deliveries(subscription, 5, `${clientId} https://fine.example`), unlocked);
+      await jobs.insert(deliveries(otherSubscription, 5), unlocked);
 
-    // The hung endpoint has no budget: its jobs are neither taken nor counted.
-    const fair = await jobs.lockDue(
-      request(100, { endpointBudgets: new Map([[`${clientId} https://hung.example`, 0]]), defaultPerEndpoint: 3 }),
-    );
-    t.is(fair.jobs.length, 6, "three of each other endpoint");
-    t.false(fair.jobs.some((job) => job.endpoint.endsWith("hung.example")));
-    t.true(fair.drained, "nothing else eligible was due");
-    for (const job of fair.jobs) t.is((await jobs.get(job.id))?.lockedAt?.getTime(), job.lockedAt.getTime());
+      // The hung endpoint has no budget: its jobs are neither taken nor counted.
+      const fair = await jobs.lockDue(
+        request(100, { endpointBudgets: new Map([[`${clientId} https://hung.example`, 0]]), defaultPerEndpoint: 3 }),
+      );
+      t.is(fair.jobs.length, 6, "three of each other endpoint");
+      t.false(fair.jobs.some((job) => job.endpoint.endsWith("hung.example")));
+      t.true(fair.drained, "nothing else eligible was due");
+      for (const job of fair.jobs) t.is((await jobs.get(job.id))?.lockedAt?.getTime(), job.lockedAt.getTime());
 
-    const capped = await jobs.lockDue(request(100, { clientBudgets: new Map([[clientId, 4]]), defaultPerClient: 100 }));
-    t.is(capped.jobs.filter((job) => job.clientId === clientId).length, 4, "the client's budget across its endpoints");
-    t.is(capped.jobs.filter((job) => job.clientId === other).length, 2, "the rest of the other client's");
+      const capped = await jobs.lockDue(request(100, { clientBudgets: new Map([[clientId, 4]]), defaultPerClient: 100 }));
+      t.is(capped.jobs.filter((job) => job.clientId === clientId).length, 4, "the client's budget across its endpoints");
+      t.is(capped.jobs.filter((job) => job.clientId === other).length, 2, "the rest of the other client's");
 
-    const window = await jobs.lockDue(request(5));
-    t.is(window.jobs.length, 5);
-    t.false(window.drained, "a full window: more may be due");
-    const sorted = [...window.jobs].sort((x, y) => (x.nextRunAt?.getTime() ?? 0) - (y.nextRunAt?.getTime() ?? 0));
-    t.deepEqual(window.jobs, sorted, "oldest due first");
-  });
+      const window = await jobs.lockDue(request(5));
+      t.is(window.jobs.length, 5);
+      t.false(window.drained, "a full window: more may be due");
+      const sorted = [...window.jobs].sort((x, y) => (x.nextRunAt?.getTime() ?? 0) - (y.nextRunAt?.getTime() ?? 0));
+      t.deepEqual(window.jobs, sorted, "oldest due first");
+    },
+  );
 
   testOn(target)(`${target.name}: two instances locking at once never take the same job; a dead holder's lock expires`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target, "instance-1", 60_000);
