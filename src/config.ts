@@ -42,6 +42,8 @@ export interface Config {
   /** Requests in flight per endpoint (client and URL origin) and per client, in one instance. */
   deliveryLimits: { perEndpoint: number; perClient: number };
   shutdownGraceMs: number;
+  /** Activities a live watcher may fall behind by before it is cut off. */
+  watcherBufferSize: number;
 }
 
 export class ConfigError extends Error {}
@@ -199,5 +201,6 @@ export function loadConfig(env: Env): Config {
     deliveryConcurrency,
     deliveryLimits: deliveryLimits(env, deliveryConcurrency),
     shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", 10_000, 0, 300_000),
+    watcherBufferSize: integer(env, "WATCHER_BUFFER_SIZE", 1000, 1, 1_000_000),
   };
 }

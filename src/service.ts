@@ -12,10 +12,13 @@ import { DeliveryWorker } from "./delivery/delivery-worker.js";
 import { HttpSender } from "./delivery/http-sender.js";
 import { ClientDirectory } from "./domain/clients.js";
 import { observeAll } from "./domain/delivery-events.js";
+import { DeliveryWatches } from "./domain/delivery-watch.js";
 import { EventCatalog } from "./domain/event-catalog.js";
 import { KeySealer } from "./domain/key-sealing.js";
 import { Notifications } from "./domain/notifications.js";
 import { Subscriptions } from "./domain/subscriptions.js";
+import { ActivityFeed, processOnlyChannel } from "./live/activity-feed.js";
+import { PostgresActivityChannel } from "./live/postgres-activity-channel.js";
 import { loadOrCreateMasterKey } from "./master-key.js";
 import { openStore } from "./store/open-store.js";
 
@@ -71,8 +74,19 @@ async function startOn(
     const directory = new ClientDirectory(opened.store.clients);
     if (config.bootstrapApiKey) await directory.ensureBootstrapClient(config.bootstrapApiKey);
 
-    // Metrics, traces and the live stream join here as they come.
-    const observer = observeAll([], (err) => log.error({ err }, "a delivery observer failed"));
+    const instanceName = `webhooks-${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+    // Other instances' activity reaches this one's watchers through the database (PostgreSQL);
+    // the embedded store has one process, and MongoDB watchers see their own instance's.
+    const feed = new ActivityFeed(
+      opened.database.kind === "postgres" && opened.database.notifications
+        ? new PostgresActivityChannel(opened.database.notifications, instanceName, (err) =>
+            log.warn({ err }, "live delivery feed: the channel between instances failed; it reconnects"),
+          )
+        : processOnlyChannel,
+      config.watcherBufferSize,
+    );
+    // Metrics and traces join here as they come.
+    const observer = observeAll([feed], (err) => log.error({ err }, "a delivery observer failed"));
     const sender = new HttpSender({
       timeoutMs: config.deliveryTimeoutMs,
       maxResponseBytes: config.maxResponseBytes,
@@ -100,7 +114,7 @@ async function startOn(
       // jobs come back soon.
       lockLifetimeMs: Math.max(2 * config.deliveryTimeoutMs, config.deliveryTimeoutMs + 10_000),
       // Unique per instance (replicas in containers share pid 1): the holder of its locks.
-      name: `webhooks-${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
+      name: instanceName,
       log,
     });
     const subscriptions = new Subscriptions({
@@ -122,6 +136,13 @@ async function startOn(
     });
 
     await engine.start();
+    await feed.start();
+    const watches = new DeliveryWatches({
+      feed,
+      clients: opened.store.clients,
+      subscriptions: opened.store.subscriptions,
+      notifications: opened.store.notifications,
+    });
     let stopping: Promise<void> | undefined;
     serve(
       createRequestHandler({
@@ -131,6 +152,7 @@ async function startOn(
             catalog,
             subscriptions,
             notifications,
+            watches,
             adminToken: config.adminToken,
             rateLimit: config.rateLimit,
             authFailuresPerMinute: config.authFailuresPerMinute,
@@ -148,6 +170,8 @@ async function startOn(
       stop() {
         stopping ??= (async () => {
           log.info("shutting down: no new requests, draining deliveries");
+          // Live watches never end by themselves: end them, or closing the port waits out its grace.
+          await feed.stop();
           await listener.close(config.shutdownGraceMs);
           await engine.stop(config.shutdownGraceMs, () => shutdown.abort());
           await sender.close();

@@ -1,12 +1,17 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
+import type { DeliveryWatches } from "../domain/delivery-watch.js";
 import { ValidationError } from "../domain/errors.js";
 import type { Notifications } from "../domain/notifications.js";
 import { type DeliveryService, NotificationStatus } from "../gen/webhooks/v1/delivery_service_pb.js";
 import { requireClient } from "./interceptors.js";
 import { statusFromMessage, toNotificationMessage } from "./messages.js";
+import { streamWatch, watchRequestOf } from "./watch-stream.js";
 
-export function createDeliveryService(deps: { notifications: Notifications }): ServiceImpl<typeof DeliveryService> {
+export function createDeliveryService(deps: {
+  notifications: Notifications;
+  watches: DeliveryWatches;
+}): ServiceImpl<typeof DeliveryService> {
   const { notifications } = deps;
   return {
     async listNotifications(req, context) {
@@ -31,6 +36,10 @@ export function createDeliveryService(deps: { notifications: Notifications }): S
     async recoverFailedNotifications(req, context) {
       if (!req.since) throw new ValidationError("since is required: the time from which failed notifications are sent again", "since");
       return { jobIds: await notifications.recover(requireClient(context.values).id, req.subscriptionId, timestampDate(req.since)) };
+    },
+
+    watchDeliveries(req, context) {
+      return streamWatch(deps.watches, watchRequestOf(requireClient(context.values).id, req), context.signal);
     },
   };
 }

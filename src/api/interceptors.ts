@@ -15,18 +15,41 @@ export function requireClient(values: { get<T>(key: { id: symbol; defaultValue: 
   return client;
 }
 
-/** One log line per call, with its outcome code and duration. */
+/**
+ * The messages of a streaming response, with `onEnd` told how the stream
+ * ended and `mapError` applied to an error thrown while it streams (after
+ * the call itself has returned, where a plain try/catch no longer reaches).
+ */
+async function* watchedStream<T>(
+  messages: AsyncIterable<T>,
+  onEnd: (error: unknown) => void,
+  mapError: (error: unknown) => unknown = (error) => error,
+): AsyncIterable<T> {
+  try {
+    yield* messages;
+    onEnd(undefined);
+  } catch (error) {
+    onEnd(error);
+    throw mapError(error);
+  }
+}
+
+/** One log line per call (for a stream, when it ends), with its outcome code and duration. */
 export function createLoggingInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
     const started = performance.now();
     const rpc = `${req.service.typeName}/${req.method.name}`;
+    const logEnd = (error: unknown) => {
+      const code = error === undefined ? "ok" : Code[ConnectError.from(error).code];
+      log.info({ rpc, code, ms: Math.round(performance.now() - started) }, "rpc");
+    };
     try {
       const res = await next(req);
-      log.info({ rpc, code: "ok", ms: Math.round(performance.now() - started) }, "rpc");
+      if (res.stream) return { ...res, message: watchedStream(res.message, logEnd) };
+      logEnd(undefined);
       return res;
     } catch (error) {
-      const code = ConnectError.from(error).code;
-      log.info({ rpc, code: Code[code], ms: Math.round(performance.now() - started) }, "rpc");
+      logEnd(error);
       throw error;
     }
   };
@@ -35,15 +58,19 @@ export function createLoggingInterceptor(log: Logger): Interceptor {
 /** Maps domain errors to Connect codes; hides unexpected ones behind `internal`. */
 export function createErrorInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
-    try {
-      return await next(req);
-    } catch (error) {
+    const rpc = `${req.service.typeName}/${req.method.name}`;
+    const map = (error: unknown): ConnectError => {
       const mapped = toConnectError(error);
-      if (error instanceof StoreUnavailableError)
-        log.warn({ err: error, rpc: `${req.service.typeName}/${req.method.name}` }, "store unavailable");
-      if (mapped) throw mapped;
-      log.error({ err: error, rpc: `${req.service.typeName}/${req.method.name}` }, "unexpected error");
-      throw new ConnectError("internal error", Code.Internal);
+      if (error instanceof StoreUnavailableError) log.warn({ err: error, rpc }, "store unavailable");
+      if (mapped) return mapped;
+      log.error({ err: error, rpc }, "unexpected error");
+      return new ConnectError("internal error", Code.Internal);
+    };
+    try {
+      const res = await next(req);
+      return res.stream ? { ...res, message: watchedStream(res.message, () => {}, map) } : res;
+    } catch (error) {
+      throw map(error);
     }
   };
 }

@@ -1,5 +1,6 @@
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import type { ClientDirectory } from "../domain/clients.js";
+import type { DeliveryWatches } from "../domain/delivery-watch.js";
 import type { EventCatalog } from "../domain/event-catalog.js";
 import type { Notifications } from "../domain/notifications.js";
 import type { Subscriptions } from "../domain/subscriptions.js";
@@ -21,6 +22,8 @@ export interface ApiDeps {
   catalog: EventCatalog;
   subscriptions: Subscriptions;
   notifications: Notifications;
+  /** Live delivery streams. */
+  watches: DeliveryWatches;
   adminToken: string | undefined;
   /** Per-caller limit; undefined: none. */
   rateLimit: RateLimit | undefined;
