@@ -10,15 +10,17 @@ import type { Config } from "./config.js";
 import { createDeliveryEngine } from "./delivery/agenda/create-delivery-engine.js";
 import { DeliveryWorker } from "./delivery/delivery-worker.js";
 import { HttpSender } from "./delivery/http-sender.js";
+import { RelaySender } from "./delivery/relay-sender.js";
 import { ClientDirectory } from "./domain/clients.js";
 import { observeAll } from "./domain/delivery-events.js";
 import { DeliveryWatches } from "./domain/delivery-watch.js";
 import { EventCatalog } from "./domain/event-catalog.js";
 import { KeySealer } from "./domain/key-sealing.js";
 import { Notifications } from "./domain/notifications.js";
+import { RelayAnswers } from "./domain/relay.js";
 import { Subscriptions } from "./domain/subscriptions.js";
-import { ActivityFeed, processOnlyChannel } from "./live/activity-feed.js";
-import { PostgresActivityChannel } from "./live/postgres-activity-channel.js";
+import { ActivityFeed } from "./live/activity-feed.js";
+import { createActivityChannel } from "./live/create-activity-channel.js";
 import { loadOrCreateMasterKey } from "./master-key.js";
 import { openStore } from "./store/open-store.js";
 
@@ -75,16 +77,8 @@ async function startOn(
     if (config.bootstrapApiKey) await directory.ensureBootstrapClient(config.bootstrapApiKey);
 
     const instanceName = `webhooks-${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
-    // Other instances' activity reaches this one's watchers through the database (PostgreSQL);
-    // the embedded store has one process, and MongoDB watchers see their own instance's.
-    const feed = new ActivityFeed(
-      opened.database.kind === "postgres" && opened.database.notifications
-        ? new PostgresActivityChannel(opened.database.notifications, instanceName, (err) =>
-            log.warn({ err }, "live delivery feed: the channel between instances failed; it reconnects"),
-          )
-        : processOnlyChannel,
-      config.watcherBufferSize,
-    );
+    // Other instances' activity reaches this one's watchers through the database; the embedded store has one process.
+    const feed = new ActivityFeed(createActivityChannel(opened.database, instanceName, log), config.watcherBufferSize);
     // Metrics and traces join here as they come.
     const observer = observeAll([feed], (err) => log.error({ err }, "a delivery observer failed"));
     const sender = new HttpSender({
@@ -93,9 +87,15 @@ async function startOn(
       allowPrivateTargets: config.allowPrivateTargets,
       userAgent: "webhook-notification-service/0.1",
     });
+    const relay = new RelaySender({
+      timeoutMs: config.deliveryTimeoutMs,
+      maxResponseBytes: config.maxResponseBytes,
+      announce: (activity) => feed.relay(activity),
+    });
     const worker = new DeliveryWorker({
       store: opened.deliveryStore,
       sender,
+      relay,
       retryPolicy: config.retryPolicy,
       sealer,
       ...(config.autoDisableAfterMs === undefined ? {} : { autoDisableAfterMs: config.autoDisableAfterMs }),
@@ -136,7 +136,7 @@ async function startOn(
     });
 
     await engine.start();
-    await feed.start();
+    await feed.start((result) => relay.settle(result));
     const watches = new DeliveryWatches({
       feed,
       clients: opened.store.clients,
@@ -153,6 +153,11 @@ async function startOn(
             subscriptions,
             notifications,
             watches,
+            relayAnswers: new RelayAnswers({
+              subscriptions: opened.store.subscriptions,
+              // Settled here, or passed to the instance whose attempt waits for it.
+              deliver: (result) => relay.settle(result) || feed.passRelayResult(result),
+            }),
             adminToken: config.adminToken,
             rateLimit: config.rateLimit,
             authFailuresPerMinute: config.authFailuresPerMinute,

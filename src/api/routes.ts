@@ -3,6 +3,7 @@ import type { ClientDirectory } from "../domain/clients.js";
 import type { DeliveryWatches } from "../domain/delivery-watch.js";
 import type { EventCatalog } from "../domain/event-catalog.js";
 import type { Notifications } from "../domain/notifications.js";
+import type { RelayAnswers } from "../domain/relay.js";
 import type { Subscriptions } from "../domain/subscriptions.js";
 import { ClientService } from "../gen/webhooks/v1/client_service_pb.js";
 import { DeliveryService } from "../gen/webhooks/v1/delivery_service_pb.js";
@@ -24,6 +25,8 @@ export interface ApiDeps {
   notifications: Notifications;
   /** Live delivery streams. */
   watches: DeliveryWatches;
+  /** Listeners' answers to relay requests. */
+  relayAnswers: RelayAnswers;
   adminToken: string | undefined;
   /** Per-caller limit; undefined: none. */
   rateLimit: RateLimit | undefined;

@@ -19,7 +19,12 @@ export function createSubscriptionService(deps: {
 
     async createSubscription(req, context) {
       const client = requireClient(context.values);
-      const subscription = await subscriptions.create(client.id, { event: req.event, url: req.url, description: req.description });
+      const subscription = await subscriptions.create(client.id, {
+        event: req.event,
+        url: req.url,
+        description: req.description,
+        relay: req.relay,
+      });
       return { subscription: toSubscriptionMessage(subscription) };
     },
 

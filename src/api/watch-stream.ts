@@ -20,6 +20,7 @@ const KIND_TO_MESSAGE: Record<ActivityKind, DeliveryActivityKind> = {
   delivered: DeliveryActivityKind.DELIVERED,
   failed: DeliveryActivityKind.FAILED,
   "subscription-disabled": DeliveryActivityKind.SUBSCRIPTION_DISABLED,
+  "relay-request": DeliveryActivityKind.RELAY_REQUEST,
 };
 
 const STATUS_TO_MESSAGE = {
@@ -44,13 +45,15 @@ export function toActivityMessage(activity: DeliveryActivity): DeliveryActivityM
     status: activity.status ? STATUS_TO_MESSAGE[activity.status] : NotificationStatus.UNSPECIFIED,
     reason: activity.reason ?? "",
     replayed: activity.replayed ?? false,
+    body: activity.body ?? "",
+    headers: activity.headers ?? {},
   });
 }
 
 /** The filter fields both watch requests share, as the domain takes them. */
 export function watchRequestOf(
   clientId: string | undefined,
-  req: { subscriptionId: string; event: string; outcome: DeliveryOutcome; since?: Timestamp | undefined },
+  req: { subscriptionId: string; event: string; outcome: DeliveryOutcome; since?: Timestamp | undefined; relaySubscriptionIds?: string[] },
 ): WatchRequest {
   const outcome: Outcome | undefined =
     req.outcome === DeliveryOutcome.SUCCEEDED ? "succeeded" : req.outcome === DeliveryOutcome.FAILED ? "failed" : undefined;
@@ -60,6 +63,7 @@ export function watchRequestOf(
     ...(req.event ? { event: req.event } : {}),
     ...(outcome ? { outcome } : {}),
     ...(req.since ? { since: timestampDate(req.since) } : {}),
+    ...(req.relaySubscriptionIds?.length ? { relaySubscriptionIds: req.relaySubscriptionIds } : {}),
   };
 }
 

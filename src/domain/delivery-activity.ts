@@ -1,7 +1,15 @@
 import type { DeliveryEvent } from "./delivery-events.js";
 import type { DeliveryAttempt, Notification, NotificationStatus } from "./model.js";
 
-export type ActivityKind = "accepted" | "attempt-started" | "attempt-finished" | "delivered" | "failed" | "subscription-disabled";
+export type ActivityKind =
+  | "accepted"
+  | "attempt-started"
+  | "attempt-finished"
+  | "delivered"
+  | "failed"
+  | "subscription-disabled"
+  /** An attempt of a relay subscription, for its listener to forward (see relay.ts). */
+  | "relay-request";
 
 /**
  * One thing that happened to a notification, as a watcher sees it: flat,
@@ -27,6 +35,9 @@ export interface DeliveryActivity {
   reason?: string;
   /** Read back from the delivery log rather than seen as it happened. */
   replayed?: boolean;
+  /** relay-request: the headers the delivery carries, and its body (absent when it came from another instance: read it from the log). */
+  headers?: Record<string, string>;
+  body?: string;
 }
 
 export type Outcome = "succeeded" | "failed";
@@ -38,6 +49,8 @@ export interface ActivityFilter {
   subscriptionId?: string;
   event?: string;
   outcome?: Outcome;
+  /** The relay subscriptions whose relay requests this watcher forwards; no other watcher gets them. */
+  relaySubscriptionIds?: readonly string[];
 }
 
 /** Errors beyond this are cut: an activity crosses instances in one small message. */
@@ -132,6 +145,12 @@ function outcomeOf(activity: DeliveryActivity): Outcome | undefined {
 
 /** Whether a watcher with this filter sees the activity. */
 export function matchesFilter(filter: ActivityFilter, activity: DeliveryActivity): boolean {
+  if (activity.kind === "relay-request") {
+    return (
+      (filter.clientId === undefined || filter.clientId === activity.clientId) &&
+      (filter.relaySubscriptionIds?.includes(activity.subscriptionId) ?? false)
+    );
+  }
   if (filter.clientId !== undefined && filter.clientId !== activity.clientId) return false;
   if (filter.subscriptionId !== undefined && filter.subscriptionId !== activity.subscriptionId) return false;
   if (filter.event !== undefined && filter.event !== activity.event) return false;

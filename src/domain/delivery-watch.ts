@@ -9,6 +9,7 @@ import {
 import { NotFoundError, ValidationError } from "./errors.js";
 import type { Notification, Subscription } from "./model.js";
 import type { ClientStore, NotificationStore, SubscriptionStore } from "./ports.js";
+import { isRelay } from "./relay.js";
 
 /** A watcher as the live feed hands it out (src/live/activity-watcher.ts). */
 export interface LiveWatcher {
@@ -30,6 +31,8 @@ export interface WatchRequest {
   event?: string;
   outcome?: Outcome;
   since?: Date;
+  /** Relay subscriptions of the caller whose relay requests this watch forwards. */
+  relaySubscriptionIds?: readonly string[];
 }
 
 /** More notifications than this to replay: the caller must choose a later `since` or a narrower filter. */
@@ -47,6 +50,8 @@ export class Watch {
   constructor(
     readonly replay: readonly DeliveryActivity[],
     private readonly live: LiveWatcher,
+    /** The body of a notification, for a relay request that came from another instance without it. */
+    private readonly bodyOf: (jobId: string) => Promise<string | undefined>,
   ) {
     this.#seen = new Set(replay.map(activityKey));
   }
@@ -54,6 +59,8 @@ export class Watch {
   async next(): Promise<DeliveryActivity | undefined> {
     for (;;) {
       const activity = await this.live.next();
+      if (activity?.kind === "relay-request" && activity.body === undefined)
+        return { ...activity, body: (await this.bodyOf(activity.jobId)) ?? "" };
       if (!activity || this.#seen.size === 0 || !this.#seen.delete(activityKey(activity))) return activity;
     }
   }
@@ -81,16 +88,22 @@ export class DeliveryWatches {
         throw new NotFoundError(`subscription ${request.subscriptionId} not found`);
     }
     if (request.since && request.since.getTime() > Date.now()) throw new ValidationError("since is in the future", "since");
+    for (const id of request.relaySubscriptionIds ?? []) {
+      const subscription = await this.deps.subscriptions.get(id);
+      if (!subscription || subscription.clientId !== request.clientId || !isRelay(subscription))
+        throw new NotFoundError(`relay subscription ${JSON.stringify(id.slice(0, 64))} not found`);
+    }
     const filter: ActivityFilter = {
       ...(request.clientId !== undefined ? { clientId: request.clientId } : {}),
       ...(request.subscriptionId ? { subscriptionId: request.subscriptionId } : {}),
       ...(request.event ? { event: request.event } : {}),
       ...(request.outcome ? { outcome: request.outcome } : {}),
+      ...(request.relaySubscriptionIds?.length ? { relaySubscriptionIds: request.relaySubscriptionIds } : {}),
     };
     const live = this.deps.feed.attach(filter);
     try {
       const replay = request.since ? await this.#replay(filter, request.since) : [];
-      return new Watch(replay, live);
+      return new Watch(replay, live, async (jobId) => (await this.deps.notifications.get(jobId))?.body);
     } catch (error) {
       live.close();
       throw error;

@@ -1,5 +1,6 @@
 import { type ActivityFilter, activitiesOf, type DeliveryActivity, matchesFilter } from "../domain/delivery-activity.js";
 import type { DeliveryEvent, DeliveryObserver } from "../domain/delivery-events.js";
+import type { RelayResult } from "../domain/relay.js";
 import { ActivityWatcher } from "./activity-watcher.js";
 
 /**
@@ -8,14 +9,16 @@ import { ActivityWatcher } from "./activity-watcher.js";
  * store, which one process owns).
  */
 export interface ActivityChannel {
-  /** Starts hearing the other instances' activities. */
-  start(deliver: (activities: DeliveryActivity[]) => void): Promise<void>;
+  /** Starts hearing the other instances' activities, and the relay answers reported to them. */
+  start(deliver: (activities: DeliveryActivity[]) => void, onRelayResult: (result: RelayResult) => void): Promise<void>;
   /** Whether another instance has watchers now: only then is publishing worth its cost. */
   readonly othersWatching: boolean;
   /** Sends this instance's activities to the others (best effort). */
   publish(activities: DeliveryActivity[]): void;
   /** Tells the others whether this instance has watchers. */
   setWatching(watching: boolean): void;
+  /** Passes a relay answer to the other instances, for the one whose attempt waits for it; false when there are none. */
+  publishRelayResult(result: RelayResult): boolean;
   stop(): Promise<void>;
 }
 
@@ -25,8 +28,12 @@ export const processOnlyChannel: ActivityChannel = {
   othersWatching: false,
   publish() {},
   setWatching() {},
+  publishRelayResult: () => false,
   async stop() {},
 };
+
+/** Bodies up to this many bytes travel with a relay request between instances (one NOTIFY holds under 8000 bytes). */
+const RELAYED_BODY_LIMIT = 2_000;
 
 /**
  * The live feed: observes the delivery engine, hands each activity to the
@@ -43,8 +50,9 @@ export class ActivityFeed implements DeliveryObserver {
     private readonly watcherCapacity: number,
   ) {}
 
-  start(): Promise<void> {
-    return this.channel.start((activities) => this.#deliver(activities));
+  /** `onRelayResult` hears the relay answers reported on other instances. */
+  start(onRelayResult: (result: RelayResult) => void): Promise<void> {
+    return this.channel.start((activities) => this.#deliver(activities), onRelayResult);
   }
 
   observe(event: DeliveryEvent): void {
@@ -52,6 +60,23 @@ export class ActivityFeed implements DeliveryObserver {
     const activities = activitiesOf(event);
     this.#deliver(activities);
     if (this.channel.othersWatching) this.channel.publish(activities);
+  }
+
+  /**
+   * A relay request, for its listener, wherever it is connected. Another
+   * instance gets it without a body larger than RELAYED_BODY_LIMIT (the
+   * watch there reads it from the delivery log).
+   */
+  relay(activity: DeliveryActivity): void {
+    this.#deliver([activity]);
+    if (!this.channel.othersWatching) return;
+    const { body, ...rest } = activity;
+    this.channel.publish([body !== undefined && Buffer.byteLength(body) <= RELAYED_BODY_LIMIT ? activity : rest]);
+  }
+
+  /** A relay answer no attempt of this instance waits for: maybe another one's does. False when there is no other instance. */
+  passRelayResult(result: RelayResult): boolean {
+    return this.channel.publishRelayResult(result);
   }
 
   /** A new watcher, fed from now on until it is closed or falls behind. */

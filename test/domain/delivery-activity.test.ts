@@ -103,3 +103,21 @@ test("the log replays acceptance and each attempt's end since a time, marked rep
     ["attempt-finished", "delivered"],
   );
 });
+
+test("a relay request goes only to a watcher of the client naming its relay subscription, whatever its other filters", (t) => {
+  const request = {
+    kind: "relay-request" as const,
+    at,
+    clientId: "cli_1",
+    subscriptionId: "sub_relay",
+    event: "Order.Created",
+    jobId: "ntf_1",
+    attempt: 0,
+    body: "{}",
+  };
+  t.false(matchesFilter({ clientId: "cli_1" }, request));
+  t.false(matchesFilter({}, request), "not even an admin watching everything");
+  t.true(matchesFilter({ clientId: "cli_1", relaySubscriptionIds: ["sub_relay"] }, request));
+  t.true(matchesFilter({ clientId: "cli_1", subscriptionId: "sub_other", relaySubscriptionIds: ["sub_relay"] }, request));
+  t.false(matchesFilter({ clientId: "cli_2", relaySubscriptionIds: ["sub_relay"] }, request), "never another client's");
+});

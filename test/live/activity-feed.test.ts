@@ -20,6 +20,9 @@ class FakeChannel implements ActivityChannel {
   setWatching(watching: boolean) {
     this.watching.push(watching);
   }
+  publishRelayResult() {
+    return true;
+  }
   async stop() {
     this.stopped = true;
   }
@@ -42,7 +45,7 @@ const accepted = (...notifications: Notification[]): DeliveryEvent => ({ kind: "
 test("each watcher gets only what its filter matches: one client never sees another's", async (t) => {
   const channel = new FakeChannel();
   const feed = new ActivityFeed(channel, 10);
-  await feed.start();
+  await feed.start(() => {});
   const a = feed.attach({ clientId: "a" });
   const b = feed.attach({ clientId: "b" });
   const admin = feed.attach({});
@@ -59,7 +62,7 @@ test("each watcher gets only what its filter matches: one client never sees anot
 test("the channel is told when the first watcher comes and the last goes; others' activities reach local watchers", async (t) => {
   const channel = new FakeChannel();
   const feed = new ActivityFeed(channel, 10);
-  await feed.start();
+  await feed.start(() => {});
   const first = feed.attach({ clientId: "a" });
   const second = feed.attach({ clientId: "a" });
   t.deepEqual(channel.watching, [true]);
