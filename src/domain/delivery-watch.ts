@@ -22,6 +22,8 @@ export interface LiveWatcher {
 
 export interface LiveFeed {
   attach(filter: ActivityFilter): LiveWatcher;
+  /** Resolves once every instance sends this one its activity (after the first watcher attached). */
+  announced(): Promise<void>;
 }
 
 export interface WatchRequest {
@@ -102,6 +104,7 @@ export class DeliveryWatches {
     };
     const live = this.deps.feed.attach(filter);
     try {
+      await this.deps.feed.announced();
       const replay = request.since ? await this.#replay(filter, request.since) : [];
       return new Watch(replay, live, async (jobId) => (await this.deps.notifications.get(jobId))?.body);
     } catch (error) {

@@ -15,8 +15,8 @@ export interface ActivityChannel {
   readonly othersWatching: boolean;
   /** Sends this instance's activities to the others (best effort). */
   publish(activities: DeliveryActivity[]): void;
-  /** Tells the others whether this instance has watchers. */
-  setWatching(watching: boolean): void;
+  /** Tells the others whether this instance has watchers; resolves once told. */
+  setWatching(watching: boolean): Promise<void>;
   /** Passes a relay answer to the other instances, for the one whose attempt waits for it; false when there are none. */
   publishRelayResult(result: RelayResult): boolean;
   stop(): Promise<void>;
@@ -27,7 +27,7 @@ export const processOnlyChannel: ActivityChannel = {
   async start() {},
   othersWatching: false,
   publish() {},
-  setWatching() {},
+  setWatching: async () => {},
   publishRelayResult: () => false,
   async stop() {},
 };
@@ -43,6 +43,7 @@ const RELAYED_BODY_LIMIT = 2_000;
  */
 export class ActivityFeed implements DeliveryObserver {
   readonly #watchers = new Set<ActivityWatcher>();
+  #announced: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly channel: ActivityChannel,
@@ -83,8 +84,13 @@ export class ActivityFeed implements DeliveryObserver {
   attach(filter: ActivityFilter): ActivityWatcher {
     const watcher = new ActivityWatcher(filter, this.watcherCapacity, (ended) => this.#detach(ended));
     this.#watchers.add(watcher);
-    if (this.#watchers.size === 1) this.channel.setWatching(true);
+    if (this.#watchers.size === 1) this.#announced = this.channel.setWatching(true);
     return watcher;
+  }
+
+  /** Resolves once the other instances have been told that this one has watchers: from then on they send their activity. */
+  announced(): Promise<void> {
+    return this.#announced;
   }
 
   get watcherCount(): number {
@@ -98,7 +104,7 @@ export class ActivityFeed implements DeliveryObserver {
   }
 
   #detach(watcher: ActivityWatcher): void {
-    if (this.#watchers.delete(watcher) && this.#watchers.size === 0) this.channel.setWatching(false);
+    if (this.#watchers.delete(watcher) && this.#watchers.size === 0) void this.channel.setWatching(false);
   }
 
   #deliver(activities: readonly DeliveryActivity[]): void {

@@ -40,7 +40,7 @@ export class BusActivityChannel implements ActivityChannel {
     this.#onRelayResult = onRelayResult;
     return this.bus.start(
       (topic, payload) => this.#heard(topic, payload),
-      () => this.#announce(this.#watching, true),
+      () => void this.#announce(this.#watching, true),
     );
   }
 
@@ -56,40 +56,40 @@ export class BusActivityChannel implements ActivityChannel {
       this.#flushQueued = false;
       const batch = this.#pending;
       this.#pending = [];
-      for (const message of encodeActivities(this.source, batch)) this.#send(TOPICS.activity, message);
+      for (const message of encodeActivities(this.source, batch)) void this.#send(TOPICS.activity, message);
     });
   }
 
-  setWatching(watching: boolean): void {
+  setWatching(watching: boolean): Promise<void> {
     this.#watching = watching;
     clearInterval(this.#announcer);
     this.#announcer = undefined;
-    this.#announce(watching);
     if (watching) {
-      this.#announcer = setInterval(() => this.#announce(true), this.intervalMs);
+      this.#announcer = setInterval(() => void this.#announce(true), this.intervalMs);
       this.#announcer.unref();
     }
+    return this.#announce(watching);
   }
 
   publishRelayResult(result: RelayResult): boolean {
     // A relay answer's body is cut to 4096 characters (RelayAnswers): its JSON fits one message.
-    this.#send(TOPICS.relayResult, JSON.stringify(result));
+    void this.#send(TOPICS.relayResult, JSON.stringify(result));
     return true;
   }
 
   async stop(): Promise<void> {
-    if (this.#watching) this.setWatching(false);
+    if (this.#watching) await this.setWatching(false);
     clearInterval(this.#announcer);
     this.#stopped = true;
     await this.bus.stop();
   }
 
-  #announce(watching: boolean, ask = false): void {
-    this.#send(TOPICS.interest, JSON.stringify({ s: this.source, w: watching, ...(ask ? { ask } : {}) }));
+  #announce(watching: boolean, ask = false): Promise<void> {
+    return this.#send(TOPICS.interest, JSON.stringify({ s: this.source, w: watching, ...(ask ? { ask } : {}) }));
   }
 
-  #send(topic: string, payload: string): void {
-    if (!this.#stopped) this.bus.send(topic, payload);
+  async #send(topic: string, payload: string): Promise<void> {
+    if (!this.#stopped) await this.bus.send(topic, payload);
   }
 
   #heard(topic: string, payload: string): void {
@@ -98,7 +98,7 @@ export class BusActivityChannel implements ActivityChannel {
         const { s, w, ask } = JSON.parse(payload) as { s?: unknown; w?: unknown; ask?: unknown };
         if (typeof s !== "string" || s === this.source) return;
         this.#interest.heard(s, w === true);
-        if (ask === true && this.#watching) this.#announce(true);
+        if (ask === true && this.#watching) void this.#announce(true);
       } else if (topic === TOPICS.relayResult) {
         this.#onRelayResult(JSON.parse(payload) as RelayResult);
       } else if (topic === TOPICS.activity) {

@@ -6,7 +6,8 @@
 export interface MessageBus {
   /** Starts listening; `onConnected` after each (re)connection, when messages sent meanwhile may have been lost. */
   start(onMessage: (topic: string, payload: string) => void, onConnected: () => void): Promise<void>;
-  send(topic: string, payload: string): void;
+  /** Resolves once sent (or once sending failed: the error goes to the bus's error handler). */
+  send(topic: string, payload: string): Promise<void>;
   stop(): Promise<void>;
 }
 

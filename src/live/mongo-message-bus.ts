@@ -41,9 +41,11 @@ export class MongoMessageBus implements MessageBus {
     this.#connect();
   }
 
-  send(topic: string, payload: string): void {
+  async send(topic: string, payload: string): Promise<void> {
     if (this.#stopped) return;
-    this.#collection().insertOne({ topic, payload, at: new Date() }).catch(this.onError);
+    await this.#collection()
+      .insertOne({ topic, payload, at: new Date() })
+      .then(() => {}, this.onError);
   }
 
   async stop(): Promise<void> {

@@ -28,9 +28,9 @@ export class PostgresMessageBus implements MessageBus {
     await this.#connect().catch((error: unknown) => this.#connectionLost(error));
   }
 
-  send(topic: string, payload: string): void {
+  async send(topic: string, payload: string): Promise<void> {
     if (this.#stopped) return;
-    this.pool.query("SELECT pg_notify($1, $2)", [topic, payload]).catch(this.onError);
+    await this.pool.query("SELECT pg_notify($1, $2)", [topic, payload]).catch(this.onError);
   }
 
   async stop(): Promise<void> {

@@ -17,7 +17,7 @@ class FakeChannel implements ActivityChannel {
   publish(activities: DeliveryActivity[]) {
     this.published.push(...activities);
   }
-  setWatching(watching: boolean) {
+  async setWatching(watching: boolean) {
     this.watching.push(watching);
   }
   publishRelayResult() {

@@ -17,7 +17,7 @@ class InMemoryBus {
         this.#ends.add(onMessage);
         onConnected();
       },
-      send: (topic, payload) => {
+      send: async (topic, payload) => {
         this.sent.push({ topic, payload });
         for (const hear of this.#ends) setImmediate(() => hear(topic, payload));
       },
