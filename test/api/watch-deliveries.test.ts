@@ -10,9 +10,11 @@ import { describe, ofJob, watchAllOver, watchOver } from "../helpers/watch.js";
 
 const running = sharedService(test);
 let receiver: Receiver;
+/** Answers by request path; tests run side by side, each on paths of its own. Anything else gets 200. */
+const answers = new Map<string, () => { status: number; body?: string }>();
 
 test.before(async () => {
-  receiver = await Receiver.start();
+  receiver = await Receiver.start((request) => answers.get(request.path)?.() ?? { status: 200, body: "ok" });
 });
 
 test.after.always(async () => {
@@ -57,9 +59,7 @@ for (const [name, transport] of Object.entries(transports)) {
     const path = `/flow-${name.replace(/\W+/g, "-")}`;
     const { url } = await subscribe("Order.Created", path);
     let calls = 0;
-    const respond = receiver.respond;
-    receiver.respond = (request) =>
-      request.path === path ? (calls++ === 0 ? { status: 503, body: "busy" } : { status: 200 }) : respond(request);
+    answers.set(path, () => (calls++ === 0 ? { status: 503, body: "busy" } : { status: 200 }));
     const watching = await watchOver(transport(), API_KEY);
     try {
       const jobId = await triggerSample("Order.Created", url);
@@ -76,7 +76,6 @@ for (const [name, transport] of Object.entries(transports)) {
       t.true((activities[2]?.durationMs ?? -1) >= 0);
     } finally {
       watching.close();
-      receiver.respond = respond;
     }
   });
 }
@@ -113,8 +112,7 @@ test("a client's watcher never sees another client's activity; the admin sees bo
 test("filters: by subscription, by event, and failures only", async (t) => {
   const ok = await subscribe("Order.Cancelled", "/filter-ok");
   const failing = await subscribe("Order.Cancelled", "/filter-failing");
-  const respond = receiver.respond;
-  receiver.respond = (request) => (request.path === "/filter-failing" ? { status: 500 } : respond(request));
+  answers.set("/filter-failing", () => ({ status: 500 }));
   const transport = createGrpcTransport({ baseUrl: base() });
   const bySubscription = await watchOver(transport, API_KEY, { subscriptionId: ok.id });
   const failures = await watchOver(transport, API_KEY, { event: "Order.Cancelled", outcome: DeliveryOutcome.FAILED });
@@ -133,7 +131,6 @@ test("filters: by subscription, by event, and failures only", async (t) => {
     t.deepEqual(otherEvent.activities, []);
   } finally {
     for (const watching of [bySubscription, failures, otherEvent]) watching.close();
-    receiver.respond = respond;
   }
 });
 
