@@ -3,6 +3,7 @@ import { Command } from "commander";
 import { addAdminCommands } from "./commands/admin.js";
 import type { Context } from "./commands/context.js";
 import { addDeliveryCommands } from "./commands/deliveries.js";
+import { addListenCommand } from "./commands/listen.js";
 import { addSubscriptionCommands } from "./commands/subscriptions.js";
 import { addTailCommand } from "./commands/tail.js";
 import { Connection, type ConnectionOptions } from "./connection.js";
@@ -42,6 +43,7 @@ export function buildProgram(terminal: Terminal): Command {
   addSubscriptionCommands(program, context);
   addDeliveryCommands(program, context);
   addTailCommand(program, context, terminal.interrupt);
+  addListenCommand(program, context, terminal.interrupt);
   addAdminCommands(program, context, terminal.stdin);
   return program;
 }
