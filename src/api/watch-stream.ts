@@ -1,54 +1,12 @@
-import { create } from "@bufbuild/protobuf";
-import { type Timestamp, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { ActivityKind, DeliveryActivity, Outcome } from "../domain/delivery-activity.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { Outcome } from "../domain/delivery-activity.js";
 import type { DeliveryWatches, WatchRequest } from "../domain/delivery-watch.js";
-import {
-  DeliveryActivityKind,
-  type DeliveryActivity as DeliveryActivityMessage,
-  DeliveryActivitySchema,
-  DeliveryOutcome,
-  NotificationStatus,
-} from "../gen/webhooks/v1/delivery_service_pb.js";
+import { type DeliveryActivity as DeliveryActivityMessage, DeliveryOutcome } from "../gen/webhooks/v1/delivery_service_pb.js";
+import { toActivityMessage } from "./messages.js";
 
 /** With nothing to send for this long, a stream sends a message without activity, so that idle proxies keep it open. */
 export const KEEP_ALIVE_MS = 15_000;
-
-const KIND_TO_MESSAGE: Record<ActivityKind, DeliveryActivityKind> = {
-  accepted: DeliveryActivityKind.ACCEPTED,
-  "attempt-started": DeliveryActivityKind.ATTEMPT_STARTED,
-  "attempt-finished": DeliveryActivityKind.ATTEMPT_FINISHED,
-  delivered: DeliveryActivityKind.DELIVERED,
-  failed: DeliveryActivityKind.FAILED,
-  "subscription-disabled": DeliveryActivityKind.SUBSCRIPTION_DISABLED,
-  "relay-request": DeliveryActivityKind.RELAY_REQUEST,
-};
-
-const STATUS_TO_MESSAGE = {
-  pending: NotificationStatus.PENDING,
-  delivered: NotificationStatus.DELIVERED,
-  failed: NotificationStatus.FAILED,
-} as const;
-
-export function toActivityMessage(activity: DeliveryActivity): DeliveryActivityMessage {
-  return create(DeliveryActivitySchema, {
-    kind: KIND_TO_MESSAGE[activity.kind],
-    occurredAt: timestampFromDate(activity.at),
-    jobId: activity.jobId,
-    subscriptionId: activity.subscriptionId,
-    clientId: activity.clientId,
-    event: activity.event,
-    attempt: activity.attempt ?? 0,
-    statusCode: activity.statusCode ?? 0,
-    durationMs: activity.durationMs ?? 0,
-    error: activity.error ?? "",
-    succeeded: activity.succeeded ?? false,
-    status: activity.status ? STATUS_TO_MESSAGE[activity.status] : NotificationStatus.UNSPECIFIED,
-    reason: activity.reason ?? "",
-    replayed: activity.replayed ?? false,
-    body: activity.body ?? "",
-    headers: activity.headers ?? {},
-  });
-}
 
 /** The filter fields both watch requests share, as the domain takes them. */
 export function watchRequestOf(
