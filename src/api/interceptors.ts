@@ -17,20 +17,24 @@ export function requireClient(values: { get<T>(key: { id: symbol; defaultValue: 
 
 /**
  * The messages of a streaming response, with `onEnd` told how the stream
- * ended and `mapError` applied to an error thrown while it streams (after
+ * ended (undefined: completed; `canceled`: the client went away; or the
+ * error) and `mapError` applied to an error thrown while it streams (after
  * the call itself has returned, where a plain try/catch no longer reaches).
  */
 async function* watchedStream<T>(
   messages: AsyncIterable<T>,
-  onEnd: (error: unknown) => void,
+  onEnd: (outcome: unknown) => void,
   mapError: (error: unknown) => unknown = (error) => error,
 ): AsyncIterable<T> {
+  let outcome: unknown = new ConnectError("the client went away", Code.Canceled);
   try {
     yield* messages;
-    onEnd(undefined);
+    outcome = undefined;
   } catch (error) {
-    onEnd(error);
+    outcome = error;
     throw mapError(error);
+  } finally {
+    onEnd(outcome);
   }
 }
 
