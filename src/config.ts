@@ -48,6 +48,8 @@ export interface Config {
   tracing?: TracingConfig;
   /** Send the W3C `traceparent` of each notification's trace to its receiver. */
   propagateTraceContext: boolean;
+  /** Activities a live watcher may fall behind by before it is cut off. */
+  watcherBufferSize: number;
 }
 
 export interface TracingConfig {
@@ -242,5 +244,6 @@ export function loadConfig(env: Env): Config {
     metrics: metrics(env),
     ...tracing(env),
     propagateTraceContext: boolean(env, "PROPAGATE_TRACE_CONTEXT", false),
+    watcherBufferSize: integer(env, "WATCHER_BUFFER_SIZE", 1000, 1, 1_000_000),
   };
 }

@@ -13,12 +13,17 @@ import type { Config } from "./config.js";
 import { createDeliveryEngine } from "./delivery/agenda/create-delivery-engine.js";
 import { DeliveryWorker } from "./delivery/delivery-worker.js";
 import { HttpSender } from "./delivery/http-sender.js";
+import { RelaySender } from "./delivery/relay-sender.js";
 import { ClientDirectory } from "./domain/clients.js";
 import { observeAll } from "./domain/delivery-events.js";
+import { DeliveryWatches } from "./domain/delivery-watch.js";
 import { EventCatalog } from "./domain/event-catalog.js";
 import { KeySealer } from "./domain/key-sealing.js";
 import { Notifications } from "./domain/notifications.js";
+import { RelayAnswers } from "./domain/relay.js";
 import { Subscriptions } from "./domain/subscriptions.js";
+import { ActivityFeed } from "./live/activity-feed.js";
+import { createActivityChannel } from "./live/create-activity-channel.js";
 import { loadOrCreateMasterKey } from "./master-key.js";
 import { MetricsObserver } from "./observability/delivery-metrics.js";
 import { TracingObserver } from "./observability/delivery-tracing.js";
@@ -84,8 +89,11 @@ async function startOn(
     const metrics = config.metrics.enabled
       ? new ServiceMetrics({ onReadError: (err) => log.warn({ err }, "reading the queue's counts for /metrics failed") })
       : undefined;
+    const instanceName = `webhooks-${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+    // Other instances' activity reaches this one's watchers through the database; the embedded store has one process.
+    const feed = new ActivityFeed(createActivityChannel(opened.database, instanceName, log), config.watcherBufferSize);
     // Spans go nowhere until a tracer provider is registered (main.ts does with OTEL_EXPORTER_OTLP_ENDPOINT).
-    const observer = observeAll([new TracingObserver(), ...(metrics ? [new MetricsObserver(metrics)] : [])], (err) =>
+    const observer = observeAll([feed, new TracingObserver(), ...(metrics ? [new MetricsObserver(metrics)] : [])], (err) =>
       log.error({ err }, "a delivery observer failed"),
     );
     const sender = new HttpSender({
@@ -94,9 +102,15 @@ async function startOn(
       allowPrivateTargets: config.allowPrivateTargets,
       userAgent: "webhook-notification-service/0.1",
     });
+    const relay = new RelaySender({
+      timeoutMs: config.deliveryTimeoutMs,
+      maxResponseBytes: config.maxResponseBytes,
+      announce: (activity) => feed.relay(activity),
+    });
     const worker = new DeliveryWorker({
       store: opened.deliveryStore,
       sender,
+      relay,
       retryPolicy: config.retryPolicy,
       sealer,
       ...(config.autoDisableAfterMs === undefined ? {} : { autoDisableAfterMs: config.autoDisableAfterMs }),
@@ -116,7 +130,7 @@ async function startOn(
       // jobs come back soon.
       lockLifetimeMs: Math.max(2 * config.deliveryTimeoutMs, config.deliveryTimeoutMs + 10_000),
       // Unique per instance (replicas in containers share pid 1): the holder of its locks.
-      name: `webhooks-${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
+      name: instanceName,
       log,
     });
     metrics?.watch(engine);
@@ -139,6 +153,13 @@ async function startOn(
     });
 
     await engine.start();
+    await feed.start((result) => relay.settle(result));
+    const watches = new DeliveryWatches({
+      feed,
+      clients: opened.store.clients,
+      subscriptions: opened.store.subscriptions,
+      notifications: opened.store.notifications,
+    });
     let stopping: Promise<void> | undefined;
     /** Aborted as shutdown begins: gRPC health watches end. */
     const closing = new AbortController();
@@ -151,6 +172,12 @@ async function startOn(
             catalog,
             subscriptions,
             notifications,
+            watches,
+            relayAnswers: new RelayAnswers({
+              subscriptions: opened.store.subscriptions,
+              // Settled here, or passed to the instance whose attempt waits for it.
+              deliver: (result) => relay.settle(result) || feed.passRelayResult(result),
+            }),
             adminToken: config.adminToken,
             rateLimit: config.rateLimit,
             authFailuresPerMinute: config.authFailuresPerMinute,
@@ -182,6 +209,8 @@ async function startOn(
         stopping ??= (async () => {
           log.info("shutting down: no new requests, draining deliveries");
           closing.abort();
+          // Live watches never end by themselves: end them, or closing the port waits out its grace.
+          await feed.stop();
           await listener.close(config.shutdownGraceMs);
           await engine.stop(config.shutdownGraceMs, () => shutdown.abort());
           await sender.close();

@@ -45,6 +45,7 @@ const BAD: Array<[string, string]> = [
   ["DELIVERY_CLIENT_CONCURRENCY", "4"],
   ["DATABASE_POOL_SIZE", "0"],
   ["SHUTDOWN_GRACE_MS", "soon"],
+  ["WATCHER_BUFFER_SIZE", "0"],
   ["LOG_LEVEL", "verbose"],
   ["UV_THREADPOOL_SIZE", "lots"],
   ["METRICS_ENABLED", "sometimes"],

@@ -107,6 +107,9 @@ export function withEmptyMessage(request: UniversalServerRequest): UniversalServ
     for (const name of ["base64", "compression"]) url.searchParams.delete(name);
   }
   const bytes = new TextEncoder().encode(message);
-  const body = isGrpcRequest(header.get("content-type") ?? undefined) ? encodeEnvelope(0, bytes) : bytes;
+  // gRPC, gRPC-Web and Connect's streaming calls frame their messages in envelopes.
+  const enveloped =
+    isGrpcRequest(header.get("content-type") ?? undefined) || /^application\/connect\+/i.test(header.get("content-type") ?? "");
+  const body = enveloped ? encodeEnvelope(0, bytes) : bytes;
   return { ...request, url: url.toString(), header, body: createAsyncIterable([body]) };
 }

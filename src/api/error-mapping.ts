@@ -7,6 +7,7 @@ import {
   StoreUnavailableError,
   UnauthenticatedError,
   ValidationError,
+  WatcherTooSlowError,
 } from "../domain/errors.js";
 
 /** Domain error class → Connect code. The one place this mapping lives. */
@@ -17,6 +18,7 @@ const CODES: ReadonlyArray<[new (...args: never[]) => DomainError, Code]> = [
   [NotFoundError, Code.NotFound],
   [ConflictError, Code.AlreadyExists],
   [StoreUnavailableError, Code.Unavailable],
+  [WatcherTooSlowError, Code.ResourceExhausted],
 ];
 
 /** A ConnectError for a known error; undefined for an unexpected one. */

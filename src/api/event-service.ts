@@ -1,11 +1,17 @@
 import type { ServiceImpl } from "@connectrpc/connect";
+import type { DeliveryWatches } from "../domain/delivery-watch.js";
 import { ValidationError } from "../domain/errors.js";
 import type { EventCatalog } from "../domain/event-catalog.js";
 import type { Notifications } from "../domain/notifications.js";
 import type { EventService } from "../gen/webhooks/v1/event_service_pb.js";
 import { toEventTypeMessage, toNotificationMessage } from "./messages.js";
+import { streamWatch, watchRequestOf } from "./watch-stream.js";
 
-export function createEventService(deps: { catalog: EventCatalog; notifications: Notifications }): ServiceImpl<typeof EventService> {
+export function createEventService(deps: {
+  catalog: EventCatalog;
+  notifications: Notifications;
+  watches: DeliveryWatches;
+}): ServiceImpl<typeof EventService> {
   return {
     async publishEvent(req) {
       if (req.clientId === "")
@@ -50,6 +56,10 @@ export function createEventService(deps: { catalog: EventCatalog; notifications:
         clientId: notification.clientId,
         subscriptionDeleted,
       };
+    },
+
+    watchAllDeliveries(req, context) {
+      return streamWatch(deps.watches, watchRequestOf(req.clientId || undefined, req), context.signal);
     },
   };
 }

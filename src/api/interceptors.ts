@@ -27,23 +27,49 @@ export function isEcosystemService(typeName: string): boolean {
 }
 
 /**
- * One log line per call, with its request id, the authenticated client's id
- * (once authentication got that far), its outcome code and duration.
+ * The messages of a streaming response, with `onEnd` told how the stream
+ * ended (undefined: completed; `canceled`: the client went away; or the
+ * error) and `mapError` applied to an error thrown while it streams (after
+ * the call itself has returned, where a plain try/catch no longer reaches).
+ */
+async function* watchedStream<T>(
+  messages: AsyncIterable<T>,
+  onEnd: (outcome: unknown) => void,
+  mapError: (error: unknown) => unknown = (error) => error,
+): AsyncIterable<T> {
+  let outcome: unknown = new ConnectError("the client went away", Code.Canceled);
+  try {
+    yield* messages;
+    outcome = undefined;
+  } catch (error) {
+    outcome = error;
+    throw mapError(error);
+  } finally {
+    onEnd(outcome);
+  }
+}
+
+/**
+ * One log line per call (for a stream, when it ends), with its request id,
+ * the authenticated client's id (once authentication got that far), its
+ * outcome code and duration.
  */
 export function createLoggingInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
     const started = performance.now();
     const level = isEcosystemService(req.service.typeName) ? "debug" : "info";
-    const line = (code: string) => {
+    const logEnd = (error: unknown) => {
+      const code = error === undefined ? "ok" : Code[ConnectError.from(error).code];
       const clientId = req.contextValues.get(clientKey)?.id;
       log[level]({ ...callFields(req), ...(clientId ? { clientId } : {}), code, ms: Math.round(performance.now() - started) }, "rpc");
     };
     try {
       const res = await next(req);
-      line("ok");
+      if (res.stream) return { ...res, message: watchedStream(res.message, logEnd) };
+      logEnd(undefined);
       return res;
     } catch (error) {
-      line(Code[ConnectError.from(error).code]);
+      logEnd(error);
       throw error;
     }
   };
@@ -52,14 +78,18 @@ export function createLoggingInterceptor(log: Logger): Interceptor {
 /** Maps domain errors to Connect codes; hides unexpected ones behind `internal`. */
 export function createErrorInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
-    try {
-      return await next(req);
-    } catch (error) {
+    const map = (error: unknown): ConnectError => {
       const mapped = toConnectError(error);
       if (error instanceof StoreUnavailableError) log.warn({ err: error, ...callFields(req) }, "store unavailable");
-      if (mapped) throw mapped;
+      if (mapped) return mapped;
       log.error({ err: error, ...callFields(req) }, "unexpected error");
-      throw new ConnectError("internal error", Code.Internal);
+      return new ConnectError("internal error", Code.Internal);
+    };
+    try {
+      const res = await next(req);
+      return res.stream ? { ...res, message: watchedStream(res.message, () => {}, map) } : res;
+    } catch (error) {
+      throw map(error);
     }
   };
 }

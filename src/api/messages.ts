@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { type Timestamp, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ActivityKind, DeliveryActivity } from "../domain/delivery-activity.js";
 import { ValidationError } from "../domain/errors.js";
 import type {
   Client,
@@ -13,6 +14,9 @@ import type {
 import type { SignatureKeys } from "../domain/subscriptions.js";
 import { type Client as ClientMessage, ClientSchema } from "../gen/webhooks/v1/client_service_pb.js";
 import {
+  DeliveryActivityKind as ActivityKindMessage,
+  type DeliveryActivity as DeliveryActivityMessage,
+  DeliveryActivitySchema,
   type DeliveryAttempt as DeliveryAttemptMessage,
   DeliveryAttemptSchema,
   type Notification as NotificationMessage,
@@ -118,4 +122,35 @@ export function toNotificationMessage(n: Notification, attempts: DeliveryAttempt
 
 export function toClientMessage(c: Client): ClientMessage {
   return create(ClientSchema, { id: c.id, name: c.name, createdAt: timestamp(c.createdAt) });
+}
+
+const KIND_TO_MESSAGE: Record<ActivityKind, ActivityKindMessage> = {
+  accepted: ActivityKindMessage.ACCEPTED,
+  "attempt-started": ActivityKindMessage.ATTEMPT_STARTED,
+  "attempt-finished": ActivityKindMessage.ATTEMPT_FINISHED,
+  delivered: ActivityKindMessage.DELIVERED,
+  failed: ActivityKindMessage.FAILED,
+  "subscription-disabled": ActivityKindMessage.SUBSCRIPTION_DISABLED,
+  "relay-request": ActivityKindMessage.RELAY_REQUEST,
+};
+
+export function toActivityMessage(activity: DeliveryActivity): DeliveryActivityMessage {
+  return create(DeliveryActivitySchema, {
+    kind: KIND_TO_MESSAGE[activity.kind],
+    occurredAt: timestampFromDate(activity.at),
+    jobId: activity.jobId,
+    subscriptionId: activity.subscriptionId,
+    clientId: activity.clientId,
+    event: activity.event,
+    attempt: activity.attempt ?? 0,
+    statusCode: activity.statusCode ?? 0,
+    durationMs: activity.durationMs ?? 0,
+    error: activity.error ?? "",
+    succeeded: activity.succeeded ?? false,
+    status: activity.status ? STATUS_TO_MESSAGE[activity.status] : Status.UNSPECIFIED,
+    reason: activity.reason ?? "",
+    replayed: activity.replayed ?? false,
+    body: activity.body ?? "",
+    headers: activity.headers ?? {},
+  });
 }

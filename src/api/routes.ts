@@ -1,7 +1,9 @@
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import type { ClientDirectory } from "../domain/clients.js";
+import type { DeliveryWatches } from "../domain/delivery-watch.js";
 import type { EventCatalog } from "../domain/event-catalog.js";
 import type { Notifications } from "../domain/notifications.js";
+import type { RelayAnswers } from "../domain/relay.js";
 import type { Subscriptions } from "../domain/subscriptions.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import * as v1 from "../gen/grpc/reflection/v1/reflection_pb.js";
@@ -26,6 +28,10 @@ export interface ApiDeps {
   catalog: EventCatalog;
   subscriptions: Subscriptions;
   notifications: Notifications;
+  /** Live delivery streams. */
+  watches: DeliveryWatches;
+  /** Listeners' answers to relay requests. */
+  relayAnswers: RelayAnswers;
   adminToken: string | undefined;
   /** Per-caller limit; undefined: none. */
   rateLimit: RateLimit | undefined;

@@ -27,6 +27,7 @@ export function createSubscriptionService(deps: {
         url: req.url,
         description: req.description,
         ...(signatureScheme ? { signatureScheme } : {}),
+        relay: req.relay,
       });
       return { subscription: view(subscription) };
     },

@@ -3,10 +3,12 @@ import type { DeliveryEvent, DeliveryObserver } from "../domain/delivery-events.
 import type { KeySealer } from "../domain/key-sealing.js";
 import { type Notification, SUBSCRIPTION_DELETED, type Subscription } from "../domain/model.js";
 import type { Store } from "../domain/ports.js";
+import { isRelay } from "../domain/relay.js";
 import type { RetryPolicy } from "../domain/retry-policy.js";
 import { settleRotation } from "../domain/subscriptions.js";
 import { DeliverySigner, remember } from "./delivery-signer.js";
 import type { HttpSender } from "./http-sender.js";
+import type { RelaySender } from "./relay-sender.js";
 
 /** What the scheduler does after an attempt. */
 export type AttemptOutcome =
@@ -60,6 +62,8 @@ export class DeliveryWorker {
     private readonly deps: {
       store: Store;
       sender: HttpSender;
+      /** Attempts of relay subscriptions go to their listener instead (see domain/relay.ts). */
+      relay: RelaySender;
       retryPolicy: RetryPolicy;
       sealer: KeySealer;
       /** A subscription failing this long without a success is disabled; undefined: never. */
@@ -131,12 +135,14 @@ export class DeliveryWorker {
       return { kind: "done" };
     }
     this.#observe({ kind: "attempt-started", at: new Date(), notification, subscription, attempt });
-    const result = await this.deps.sender.send({
-      url: subscription.url,
-      body: notification.body,
-      headers: { ...this.deps.traceHeaders?.(), ...headers },
-      signal: this.deps.shutdown,
-    });
+    const result = isRelay(subscription)
+      ? await this.deps.relay.send({ notification, attempt, headers, signal: this.deps.shutdown })
+      : await this.deps.sender.send({
+          url: subscription.url,
+          body: notification.body,
+          headers: { ...this.deps.traceHeaders?.(), ...headers },
+          signal: this.deps.shutdown,
+        });
     onRequestDone?.();
     if (result.interrupted) {
       log.info("attempt interrupted by shutdown; it will run again");

@@ -36,3 +36,12 @@ export class ConflictError extends DomainError {}
 
 /** The store can't be reached right now (connection lost or refused): nothing was done; retrying later can work. */
 export class StoreUnavailableError extends DomainError {}
+
+/** A live watcher read more slowly than activities came: it was cut off instead of buffered without bound. */
+export class WatcherTooSlowError extends DomainError {
+  constructor(readonly capacity: number) {
+    super(
+      `watcher cut off: it fell more than ${capacity} activities behind; reconnect with since set to the time of the last activity received`,
+    );
+  }
+}

@@ -5,6 +5,7 @@ import type { KeySealer } from "./key-sealing.js";
 import type { SignatureScheme, Subscription } from "./model.js";
 import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
 import type { SubscriptionStore } from "./ports.js";
+import { RELAY_SCHEME, relayUrl } from "./relay.js";
 import { DEFAULT_SIGNATURE_SCHEME, generateKeyMaterial } from "./signature-schemes.js";
 import { normaliseTargetUrl, type TargetPolicy } from "./target-url.js";
 import { assertPlainText } from "./text.js";
@@ -15,6 +16,8 @@ export interface CreateSubscriptionInput {
   description: string;
   /** Fixed for the subscription's life; RSA_SHA256 when absent. */
   signatureScheme?: SignatureScheme;
+  /** A relay subscription (see relay.ts): no URL; `url` must be empty. */
+  relay?: boolean;
 }
 
 /** What the owner verifies deliveries with, as the API shows it. */
@@ -68,12 +71,13 @@ export class Subscriptions {
 
   async create(clientId: string, input: CreateSubscriptionInput): Promise<Subscription> {
     const event = (await this.deps.catalog.require(input.event)).name;
-    const url = normaliseTargetUrl(input.url, this.deps.targetPolicy);
+    if (input.relay && input.url !== "") throw new ValidationError("a relay subscription has no url: leave it empty", "url");
+    const id = newId("sub");
+    const url = input.relay ? relayUrl(id) : normaliseTargetUrl(input.url, this.deps.targetPolicy);
     assertDescription(input.description);
     const signatureScheme = input.signatureScheme ?? DEFAULT_SIGNATURE_SCHEME;
     const keys = await generateKeyMaterial(signatureScheme, this.deps.signingKeyBits);
     const now = new Date();
-    const id = newId("sub");
     const subscription: Subscription = {
       id,
       clientId,
@@ -177,7 +181,7 @@ export class Subscriptions {
    * subscription to that URL, preferring one to the same event.
    */
   async forSample(clientId: string, event: string, url: string): Promise<Subscription> {
-    const normalised = normaliseTargetUrl(url, { allowPrivateTargets: true, allowHttpTargets: true });
+    const normalised = url.startsWith(RELAY_SCHEME) ? url : normaliseTargetUrl(url, { allowPrivateTargets: true, allowHttpTargets: true });
     const candidates = (await this.deps.store.findByUrl(clientId, normalised)).filter((s) => s.enabled);
     const chosen = candidates.find((s) => s.event === event) ?? candidates[0];
     if (!chosen) {

@@ -23,7 +23,7 @@ export type Database =
       api: SqlPool;
       /** Delivery bookkeeping (see openPostgres); the same pool where there is one. */
       bookkeeping: SqlPool;
-      /** A pool of real connections for LISTEN/NOTIFY between instances; absent when embedded (one process only). */
+      /** A pool of real connections for LISTEN/NOTIFY between instances (wake-ups, the live feed); absent when embedded (one process only). */
       notifications?: pg.Pool;
     }
   | { kind: "mongodb"; db: Db; changeStreams: boolean };
@@ -130,8 +130,9 @@ async function openPostgres(url: string, poolSize: number, log: Logger): Promise
     query_timeout: BOOKKEEPING_QUERY_TIMEOUT_MS,
     max: poolSize,
   });
-  // One connection, held for LISTEN; a pool so that the channel can replace it when it drops.
-  const notifications = new pg.Pool({ ...withSettings(url, []), ...CONNECTING, max: 2 });
+  // Two connections held for LISTEN (the scheduler's wake-ups, the live delivery feed) and two to
+  // NOTIFY through; a pool so that each channel can replace its connection when it drops.
+  const notifications = new pg.Pool({ ...withSettings(url, []), ...CONNECTING, max: 4 });
   const pools = [apiPool, bookkeepingPool, notifications];
   // A lost or refused connection answers 503 "unavailable", not 500.
   const api = reportingUnavailable(apiPool);

@@ -5,6 +5,7 @@ import { createJobStore } from "../../src/delivery/agenda/create-delivery-engine
 import { DeliveryWorker } from "../../src/delivery/delivery-worker.js";
 import { endpointOf } from "../../src/delivery/endpoint.js";
 import { HttpSender } from "../../src/delivery/http-sender.js";
+import { RelaySender } from "../../src/delivery/relay-sender.js";
 import type { DeliveryEvent } from "../../src/domain/delivery-events.js";
 import { newId } from "../../src/domain/ids.js";
 import { KeySealer } from "../../src/domain/key-sealing.js";
@@ -70,6 +71,7 @@ test("the worker tells its observer of each attempt it starts and finishes, and 
   const worker = new DeliveryWorker({
     store: opened.store,
     sender,
+    relay: new RelaySender({ timeoutMs: 2000, maxResponseBytes: 100, announce: () => {} }),
     retryPolicy: config.retryPolicy,
     sealer,
     observer: { observe: (event) => events.push(event) },

@@ -175,6 +175,12 @@ test("every proto3 JSON shape and google.api.http form of the kitchen-sink proto
 
 const REFUSED: Array<[title: string, rpc: string, messages: string, message: RegExp]> = [
   [
+    "a REST path on a streaming RPC (streaming RPCs are served over gRPC, Connect and gRPC-Web only)",
+    'rpc Watch(WatchRequest) returns (stream WatchRequest) { option (google.api.http) = {get: "/v1/things:watch"}; }',
+    "message WatchRequest { string name = 1; }",
+    /a server_streaming RPC cannot have a REST path/,
+  ],
+  [
     "a bool from the query string",
     'rpc List(ListRequest) returns (ListRequest) { option (google.api.http) = {get: "/v1/things"}; }',
     "message ListRequest { bool include_hidden = 1; }",

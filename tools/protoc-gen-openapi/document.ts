@@ -42,6 +42,12 @@ export function buildDocument(services: readonly DescService[], options: Documen
   const operationIds = new Map<string, number>();
   const bindings = readHttpBindings(services);
   for (const binding of bindings) {
+    // A streaming RPC (WatchDeliveries) has no REST path; one that declares one would not be served.
+    if (binding.method.methodKind !== "unary") {
+      throw new Error(
+        `${binding.procedure}: a ${binding.method.methodKind} RPC cannot have a REST path: the REST gateway serves unary calls`,
+      );
+    }
     const service = binding.method.parent;
     const baseId = `${service.name}_${binding.method.name}`;
     const seen = operationIds.get(baseId) ?? 0;

@@ -13,7 +13,82 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/v1/delivery_service.proto.
  */
 export const file_webhooks_v1_delivery_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJ3ZWJob29rcy92MS9kZWxpdmVyeV9zZXJ2aWNlLnByb3RvEgt3ZWJob29rcy52MSK/AgoMTm90aWZpY2F0aW9uEgoKAmlkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRINCgVldmVudBgDIAEoCRIMCgRib2R5GAQgASgJEi8KBnN0YXR1cxgFIAEoDjIfLndlYmhvb2tzLnYxLk5vdGlmaWNhdGlvblN0YXR1cxIVCg1hdHRlbXB0X2NvdW50GAYgASgFEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXJlZGVsaXZlcnlfb2YYCSABKAkSLgoIYXR0ZW1wdHMYCiADKAsyHC53ZWJob29rcy52MS5EZWxpdmVyeUF0dGVtcHQitQEKD0RlbGl2ZXJ5QXR0ZW1wdBIPCgdhdHRlbXB0GAEgASgFEi4KCnN0YXJ0ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2R1cmF0aW9uX21zGAMgASgFEhMKC3N0YXR1c19jb2RlGAQgASgFEhUKDXJlc3BvbnNlX2JvZHkYBSABKAkSDQoFZXJyb3IYBiABKAkSEQoJc3VjY2VlZGVkGAcgASgIIosBChhMaXN0Tm90aWZpY2F0aW9uc1JlcXVlc3QSFwoPc3Vic2NyaXB0aW9uX2lkGAEgASgJEi8KBnN0YXR1cxgCIAEoDjIfLndlYmhvb2tzLnYxLk5vdGlmaWNhdGlvblN0YXR1cxIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJmChlMaXN0Tm90aWZpY2F0aW9uc1Jlc3BvbnNlEjAKDW5vdGlmaWNhdGlvbnMYASADKAsyGS53ZWJob29rcy52MS5Ob3RpZmljYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIj0KFkdldE5vdGlmaWNhdGlvblJlcXVlc3QSFwoPc3Vic2NyaXB0aW9uX2lkGAEgASgJEgoKAmlkGAIgASgJIkoKF0dldE5vdGlmaWNhdGlvblJlc3BvbnNlEi8KDG5vdGlmaWNhdGlvbhgBIAEoCzIZLndlYmhvb2tzLnYxLk5vdGlmaWNhdGlvbiJDChxSZWRlbGl2ZXJOb3RpZmljYXRpb25SZXF1ZXN0EhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoCRIKCgJpZBgCIAEoCSIvCh1SZWRlbGl2ZXJOb3RpZmljYXRpb25SZXNwb25zZRIOCgZqb2JfaWQYASABKAkiZwohUmVjb3ZlckZhaWxlZE5vdGlmaWNhdGlvbnNSZXF1ZXN0EhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoCRIpCgVzaW5jZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiNQoiUmVjb3ZlckZhaWxlZE5vdGlmaWNhdGlvbnNSZXNwb25zZRIPCgdqb2JfaWRzGAEgAygJKp0BChJOb3RpZmljYXRpb25TdGF0dXMSIwofTk9USUZJQ0FUSU9OX1NUQVRVU19VTlNQRUNJRklFRBAAEh8KG05PVElGSUNBVElPTl9TVEFUVVNfUEVORElORxABEiEKHU5PVElGSUNBVElPTl9TVEFUVVNfREVMSVZFUkVEEAISHgoaTk9USUZJQ0FUSU9OX1NUQVRVU19GQUlMRUQQAzL2BQoPRGVsaXZlcnlTZXJ2aWNlEqcBChFMaXN0Tm90aWZpY2F0aW9ucxIlLndlYmhvb2tzLnYxLkxpc3ROb3RpZmljYXRpb25zUmVxdWVzdBomLndlYmhvb2tzLnYxLkxpc3ROb3RpZmljYXRpb25zUmVzcG9uc2UiQ5ACAYLT5JMCOhI4L2FwaS93ZWJob29rU3Vic2NyaXB0aW9uL3tzdWJzY3JpcHRpb25faWR9L25vdGlmaWNhdGlvbnMStAEKD0dldE5vdGlmaWNhdGlvbhIjLndlYmhvb2tzLnYxLkdldE5vdGlmaWNhdGlvblJlcXVlc3QaJC53ZWJob29rcy52MS5HZXROb3RpZmljYXRpb25SZXNwb25zZSJWkAIBgtPkkwJNYgxub3RpZmljYXRpb24SPS9hcGkvd2ViaG9va1N1YnNjcmlwdGlvbi97c3Vic2NyaXB0aW9uX2lkfS9ub3RpZmljYXRpb25zL3tpZH0SwgEKFVJlZGVsaXZlck5vdGlmaWNhdGlvbhIpLndlYmhvb2tzLnYxLlJlZGVsaXZlck5vdGlmaWNhdGlvblJlcXVlc3QaKi53ZWJob29rcy52MS5SZWRlbGl2ZXJOb3RpZmljYXRpb25SZXNwb25zZSJSgtPkkwJMOgEqIkcvYXBpL3dlYmhvb2tTdWJzY3JpcHRpb24ve3N1YnNjcmlwdGlvbl9pZH0vbm90aWZpY2F0aW9ucy97aWR9L3JlZGVsaXZlchK8AQoaUmVjb3ZlckZhaWxlZE5vdGlmaWNhdGlvbnMSLi53ZWJob29rcy52MS5SZWNvdmVyRmFpbGVkTm90aWZpY2F0aW9uc1JlcXVlc3QaLy53ZWJob29rcy52MS5SZWNvdmVyRmFpbGVkTm90aWZpY2F0aW9uc1Jlc3BvbnNlIj2C0+STAjc6ASoiMi9hcGkvd2ViaG9va1N1YnNjcmlwdGlvbi97c3Vic2NyaXB0aW9uX2lkfS9yZWNvdmVyYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("CiJ3ZWJob29rcy92MS9kZWxpdmVyeV9zZXJ2aWNlLnByb3RvEgt3ZWJob29rcy52MSKkAQoYUmVwb3J0UmVsYXlSZXN1bHRSZXF1ZXN0EhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkSDwoHYXR0ZW1wdBgDIAEoBRITCgtzdGF0dXNfY29kZRgEIAEoBRIVCg1yZXNwb25zZV9ib2R5GAUgASgJEg0KBWVycm9yGAYgASgJEhMKC2R1cmF0aW9uX21zGAcgASgFIi0KGVJlcG9ydFJlbGF5UmVzdWx0UmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAgivwIKDE5vdGlmaWNhdGlvbhIKCgJpZBgBIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYAiABKAkSDQoFZXZlbnQYAyABKAkSDAoEYm9keRgEIAEoCRIvCgZzdGF0dXMYBSABKA4yHy53ZWJob29rcy52MS5Ob3RpZmljYXRpb25TdGF0dXMSFQoNYXR0ZW1wdF9jb3VudBgGIAEoBRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZWRlbGl2ZXJ5X29mGAkgASgJEi4KCGF0dGVtcHRzGAogAygLMhwud2ViaG9va3MudjEuRGVsaXZlcnlBdHRlbXB0IrUBCg9EZWxpdmVyeUF0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoBRIuCgpzdGFydGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtkdXJhdGlvbl9tcxgDIAEoBRITCgtzdGF0dXNfY29kZRgEIAEoBRIVCg1yZXNwb25zZV9ib2R5GAUgASgJEg0KBWVycm9yGAYgASgJEhEKCXN1Y2NlZWRlZBgHIAEoCCLqAwoQRGVsaXZlcnlBY3Rpdml0eRIvCgRraW5kGAEgASgOMiEud2ViaG9va3MudjEuRGVsaXZlcnlBY3Rpdml0eUtpbmQSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBmpvYl9pZBgDIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYBCABKAkSEQoJY2xpZW50X2lkGAUgASgJEg0KBWV2ZW50GAYgASgJEg8KB2F0dGVtcHQYByABKAUSEwoLc3RhdHVzX2NvZGUYCCABKAUSEwoLZHVyYXRpb25fbXMYCSABKAUSDQoFZXJyb3IYCiABKAkSEQoJc3VjY2VlZGVkGAsgASgIEi8KBnN0YXR1cxgMIAEoDjIfLndlYmhvb2tzLnYxLk5vdGlmaWNhdGlvblN0YXR1cxIOCgZyZWFzb24YDSABKAkSEAoIcmVwbGF5ZWQYDiABKAgSDAoEYm9keRgPIAEoCRI7CgdoZWFkZXJzGBAgAygLMioud2ViaG9va3MudjEuRGVsaXZlcnlBY3Rpdml0eS5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiugEKFldhdGNoRGVsaXZlcmllc1JlcXVlc3QSFwoPc3Vic2NyaXB0aW9uX2lkGAEgASgJEg0KBWV2ZW50GAIgASgJEi0KB291dGNvbWUYAyABKA4yHC53ZWJob29rcy52MS5EZWxpdmVyeU91dGNvbWUSKQoFc2luY2UYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEh4KFnJlbGF5X3N1YnNjcmlwdGlvbl9pZHMYBSADKAkiSgoXV2F0Y2hEZWxpdmVyaWVzUmVzcG9uc2USLwoIYWN0aXZpdHkYASABKAsyHS53ZWJob29rcy52MS5EZWxpdmVyeUFjdGl2aXR5IosBChhMaXN0Tm90aWZpY2F0aW9uc1JlcXVlc3QSFwoPc3Vic2NyaXB0aW9uX2lkGAEgASgJEi8KBnN0YXR1cxgCIAEoDjIfLndlYmhvb2tzLnYxLk5vdGlmaWNhdGlvblN0YXR1cxIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJmChlMaXN0Tm90aWZpY2F0aW9uc1Jlc3BvbnNlEjAKDW5vdGlmaWNhdGlvbnMYASADKAsyGS53ZWJob29rcy52MS5Ob3RpZmljYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIj0KFkdldE5vdGlmaWNhdGlvblJlcXVlc3QSFwoPc3Vic2NyaXB0aW9uX2lkGAEgASgJEgoKAmlkGAIgASgJIkoKF0dldE5vdGlmaWNhdGlvblJlc3BvbnNlEi8KDG5vdGlmaWNhdGlvbhgBIAEoCzIZLndlYmhvb2tzLnYxLk5vdGlmaWNhdGlvbiJDChxSZWRlbGl2ZXJOb3RpZmljYXRpb25SZXF1ZXN0EhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoCRIKCgJpZBgCIAEoCSIvCh1SZWRlbGl2ZXJOb3RpZmljYXRpb25SZXNwb25zZRIOCgZqb2JfaWQYASABKAkiZwohUmVjb3ZlckZhaWxlZE5vdGlmaWNhdGlvbnNSZXF1ZXN0EhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoCRIpCgVzaW5jZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiNQoiUmVjb3ZlckZhaWxlZE5vdGlmaWNhdGlvbnNSZXNwb25zZRIPCgdqb2JfaWRzGAEgAygJKp0BChJOb3RpZmljYXRpb25TdGF0dXMSIwofTk9USUZJQ0FUSU9OX1NUQVRVU19VTlNQRUNJRklFRBAAEh8KG05PVElGSUNBVElPTl9TVEFUVVNfUEVORElORxABEiEKHU5PVElGSUNBVElPTl9TVEFUVVNfREVMSVZFUkVEEAISHgoaTk9USUZJQ0FUSU9OX1NUQVRVU19GQUlMRUQQAyrhAgoURGVsaXZlcnlBY3Rpdml0eUtpbmQSJgoiREVMSVZFUllfQUNUSVZJVFlfS0lORF9VTlNQRUNJRklFRBAAEiMKH0RFTElWRVJZX0FDVElWSVRZX0tJTkRfQUNDRVBURUQQARIqCiZERUxJVkVSWV9BQ1RJVklUWV9LSU5EX0FUVEVNUFRfU1RBUlRFRBACEisKJ0RFTElWRVJZX0FDVElWSVRZX0tJTkRfQVRURU1QVF9GSU5JU0hFRBADEiQKIERFTElWRVJZX0FDVElWSVRZX0tJTkRfREVMSVZFUkVEEAQSIQodREVMSVZFUllfQUNUSVZJVFlfS0lORF9GQUlMRUQQBRIwCixERUxJVkVSWV9BQ1RJVklUWV9LSU5EX1NVQlNDUklQVElPTl9ESVNBQkxFRBAGEigKJERFTElWRVJZX0FDVElWSVRZX0tJTkRfUkVMQVlfUkVRVUVTVBAHKnAKD0RlbGl2ZXJ5T3V0Y29tZRIgChxERUxJVkVSWV9PVVRDT01FX1VOU1BFQ0lGSUVEEAASHgoaREVMSVZFUllfT1VUQ09NRV9TVUNDRUVERUQQARIbChdERUxJVkVSWV9PVVRDT01FX0ZBSUxFRBACMsEHCg9EZWxpdmVyeVNlcnZpY2USpwEKEUxpc3ROb3RpZmljYXRpb25zEiUud2ViaG9va3MudjEuTGlzdE5vdGlmaWNhdGlvbnNSZXF1ZXN0GiYud2ViaG9va3MudjEuTGlzdE5vdGlmaWNhdGlvbnNSZXNwb25zZSJDkAIBgtPkkwI6EjgvYXBpL3dlYmhvb2tTdWJzY3JpcHRpb24ve3N1YnNjcmlwdGlvbl9pZH0vbm90aWZpY2F0aW9ucxK0AQoPR2V0Tm90aWZpY2F0aW9uEiMud2ViaG9va3MudjEuR2V0Tm90aWZpY2F0aW9uUmVxdWVzdBokLndlYmhvb2tzLnYxLkdldE5vdGlmaWNhdGlvblJlc3BvbnNlIlaQAgGC0+STAk1iDG5vdGlmaWNhdGlvbhI9L2FwaS93ZWJob29rU3Vic2NyaXB0aW9uL3tzdWJzY3JpcHRpb25faWR9L25vdGlmaWNhdGlvbnMve2lkfRLCAQoVUmVkZWxpdmVyTm90aWZpY2F0aW9uEikud2ViaG9va3MudjEuUmVkZWxpdmVyTm90aWZpY2F0aW9uUmVxdWVzdBoqLndlYmhvb2tzLnYxLlJlZGVsaXZlck5vdGlmaWNhdGlvblJlc3BvbnNlIlKC0+STAkw6ASoiRy9hcGkvd2ViaG9va1N1YnNjcmlwdGlvbi97c3Vic2NyaXB0aW9uX2lkfS9ub3RpZmljYXRpb25zL3tpZH0vcmVkZWxpdmVyErwBChpSZWNvdmVyRmFpbGVkTm90aWZpY2F0aW9ucxIuLndlYmhvb2tzLnYxLlJlY292ZXJGYWlsZWROb3RpZmljYXRpb25zUmVxdWVzdBovLndlYmhvb2tzLnYxLlJlY292ZXJGYWlsZWROb3RpZmljYXRpb25zUmVzcG9uc2UiPYLT5JMCNzoBKiIyL2FwaS93ZWJob29rU3Vic2NyaXB0aW9uL3tzdWJzY3JpcHRpb25faWR9L3JlY292ZXISYwoPV2F0Y2hEZWxpdmVyaWVzEiMud2ViaG9va3MudjEuV2F0Y2hEZWxpdmVyaWVzUmVxdWVzdBokLndlYmhvb2tzLnYxLldhdGNoRGVsaXZlcmllc1Jlc3BvbnNlIgOQAgEwARJkChFSZXBvcnRSZWxheVJlc3VsdBIlLndlYmhvb2tzLnYxLlJlcG9ydFJlbGF5UmVzdWx0UmVxdWVzdBomLndlYmhvb2tzLnYxLlJlcG9ydFJlbGF5UmVzdWx0UmVzcG9uc2UiAGIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_timestamp]);
+
+/**
+ * @generated from message webhooks.v1.ReportRelayResultRequest
+ */
+export type ReportRelayResultRequest = Message<"webhooks.v1.ReportRelayResultRequest"> & {
+  /**
+   * @generated from field: string subscription_id = 1;
+   */
+  subscriptionId: string;
+
+  /**
+   * The relay request's `X-JobId` and `X-JobAttempt`.
+   *
+   * @generated from field: string job_id = 2;
+   */
+  jobId: string;
+
+  /**
+   * @generated from field: int32 attempt = 3;
+   */
+  attempt: number;
+
+  /**
+   * The local receiver's HTTP status; 0 when no answer came.
+   *
+   * @generated from field: int32 status_code = 4;
+   */
+  statusCode: number;
+
+  /**
+   * @generated from field: string response_body = 5;
+   */
+  responseBody: string;
+
+  /**
+   * Why no answer came (refused, timeout…).
+   *
+   * @generated from field: string error = 6;
+   */
+  error: string;
+
+  /**
+   * @generated from field: int32 duration_ms = 7;
+   */
+  durationMs: number;
+};
+
+/**
+ * Describes the message webhooks.v1.ReportRelayResultRequest.
+ * Use `create(ReportRelayResultRequestSchema)` to create a new message.
+ */
+export const ReportRelayResultRequestSchema: GenMessage<ReportRelayResultRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_delivery_service, 0);
+
+/**
+ * @generated from message webhooks.v1.ReportRelayResultResponse
+ */
+export type ReportRelayResultResponse = Message<"webhooks.v1.ReportRelayResultResponse"> & {
+  /**
+   * True when the waiting attempt took it, or when it was passed to the
+   * other instances on the database, one of which runs the attempt. False
+   * when no attempt waits for it (it timed out, or another listener
+   * answered first): nothing was recorded.
+   *
+   * @generated from field: bool accepted = 1;
+   */
+  accepted: boolean;
+};
+
+/**
+ * Describes the message webhooks.v1.ReportRelayResultResponse.
+ * Use `create(ReportRelayResultResponseSchema)` to create a new message.
+ */
+export const ReportRelayResultResponseSchema: GenMessage<ReportRelayResultResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_delivery_service, 1);
 
 /**
  * @generated from message webhooks.v1.Notification
@@ -85,7 +160,7 @@ export type Notification = Message<"webhooks.v1.Notification"> & {
  * Use `create(NotificationSchema)` to create a new message.
  */
 export const NotificationSchema: GenMessage<Notification> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_delivery_service, 0);
+  messageDesc(file_webhooks_v1_delivery_service, 2);
 
 /**
  * @generated from message webhooks.v1.DeliveryAttempt
@@ -140,7 +215,181 @@ export type DeliveryAttempt = Message<"webhooks.v1.DeliveryAttempt"> & {
  * Use `create(DeliveryAttemptSchema)` to create a new message.
  */
 export const DeliveryAttemptSchema: GenMessage<DeliveryAttempt> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_delivery_service, 1);
+  messageDesc(file_webhooks_v1_delivery_service, 3);
+
+/**
+ * @generated from message webhooks.v1.DeliveryActivity
+ */
+export type DeliveryActivity = Message<"webhooks.v1.DeliveryActivity"> & {
+  /**
+   * @generated from field: webhooks.v1.DeliveryActivityKind kind = 1;
+   */
+  kind: DeliveryActivityKind;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * The `X-JobId`; empty for SUBSCRIPTION_DISABLED.
+   *
+   * @generated from field: string job_id = 3;
+   */
+  jobId: string;
+
+  /**
+   * @generated from field: string subscription_id = 4;
+   */
+  subscriptionId: string;
+
+  /**
+   * @generated from field: string client_id = 5;
+   */
+  clientId: string;
+
+  /**
+   * @generated from field: string event = 6;
+   */
+  event: string;
+
+  /**
+   * The `X-JobAttempt`, for ATTEMPT_STARTED and ATTEMPT_FINISHED.
+   *
+   * @generated from field: int32 attempt = 7;
+   */
+  attempt: number;
+
+  /**
+   * ATTEMPT_FINISHED: the receiver's HTTP status; 0 when no answer arrived.
+   *
+   * @generated from field: int32 status_code = 8;
+   */
+  statusCode: number;
+
+  /**
+   * @generated from field: int32 duration_ms = 9;
+   */
+  durationMs: number;
+
+  /**
+   * ATTEMPT_FINISHED: why no usable answer arrived.
+   *
+   * @generated from field: string error = 10;
+   */
+  error: string;
+
+  /**
+   * @generated from field: bool succeeded = 11;
+   */
+  succeeded: boolean;
+
+  /**
+   * The notification's status after this activity.
+   *
+   * @generated from field: webhooks.v1.NotificationStatus status = 12;
+   */
+  status: NotificationStatus;
+
+  /**
+   * SUBSCRIPTION_DISABLED: why.
+   *
+   * @generated from field: string reason = 13;
+   */
+  reason: string;
+
+  /**
+   * Read back from the delivery log (a `since` replay), not seen live.
+   *
+   * @generated from field: bool replayed = 14;
+   */
+  replayed: boolean;
+
+  /**
+   * RELAY_REQUEST: the exact body and the headers the delivery carries
+   * (`X-Signature`, `X-JobId`, `X-JobAttempt`, `Content-Type`).
+   *
+   * @generated from field: string body = 15;
+   */
+  body: string;
+
+  /**
+   * @generated from field: map<string, string> headers = 16;
+   */
+  headers: { [key: string]: string };
+};
+
+/**
+ * Describes the message webhooks.v1.DeliveryActivity.
+ * Use `create(DeliveryActivitySchema)` to create a new message.
+ */
+export const DeliveryActivitySchema: GenMessage<DeliveryActivity> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_delivery_service, 4);
+
+/**
+ * @generated from message webhooks.v1.WatchDeliveriesRequest
+ */
+export type WatchDeliveriesRequest = Message<"webhooks.v1.WatchDeliveriesRequest"> & {
+  /**
+   * Only this subscription's activity.
+   *
+   * @generated from field: string subscription_id = 1;
+   */
+  subscriptionId: string;
+
+  /**
+   * Only this event type's, e.g. `Order.Created`.
+   *
+   * @generated from field: string event = 2;
+   */
+  event: string;
+
+  /**
+   * @generated from field: webhooks.v1.DeliveryOutcome outcome = 3;
+   */
+  outcome: DeliveryOutcome;
+
+  /**
+   * First replays, from the delivery log, the notifications created at or
+   * after this time and their attempts, then goes live.
+   *
+   * @generated from field: google.protobuf.Timestamp since = 4;
+   */
+  since?: Timestamp | undefined;
+
+  /**
+   * Also the relay requests of these relay subscriptions of the caller.
+   *
+   * @generated from field: repeated string relay_subscription_ids = 5;
+   */
+  relaySubscriptionIds: string[];
+};
+
+/**
+ * Describes the message webhooks.v1.WatchDeliveriesRequest.
+ * Use `create(WatchDeliveriesRequestSchema)` to create a new message.
+ */
+export const WatchDeliveriesRequestSchema: GenMessage<WatchDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_delivery_service, 5);
+
+/**
+ * @generated from message webhooks.v1.WatchDeliveriesResponse
+ */
+export type WatchDeliveriesResponse = Message<"webhooks.v1.WatchDeliveriesResponse"> & {
+  /**
+   * Unset on the first message (the watch is in place) and on keep-alives.
+   *
+   * @generated from field: webhooks.v1.DeliveryActivity activity = 1;
+   */
+  activity?: DeliveryActivity | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.WatchDeliveriesResponse.
+ * Use `create(WatchDeliveriesResponseSchema)` to create a new message.
+ */
+export const WatchDeliveriesResponseSchema: GenMessage<WatchDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_delivery_service, 6);
 
 /**
  * @generated from message webhooks.v1.ListNotificationsRequest
@@ -174,7 +423,7 @@ export type ListNotificationsRequest = Message<"webhooks.v1.ListNotificationsReq
  * Use `create(ListNotificationsRequestSchema)` to create a new message.
  */
 export const ListNotificationsRequestSchema: GenMessage<ListNotificationsRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_delivery_service, 2);
+  messageDesc(file_webhooks_v1_delivery_service, 7);
 
 /**
  * @generated from message webhooks.v1.ListNotificationsResponse
@@ -196,7 +445,7 @@ export type ListNotificationsResponse = Message<"webhooks.v1.ListNotificationsRe
  * Use `create(ListNotificationsResponseSchema)` to create a new message.
  */
 export const ListNotificationsResponseSchema: GenMessage<ListNotificationsResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_delivery_service, 3);
+  messageDesc(file_webhooks_v1_delivery_service, 8);
 
 /**
  * @generated from message webhooks.v1.GetNotificationRequest
@@ -218,7 +467,7 @@ export type GetNotificationRequest = Message<"webhooks.v1.GetNotificationRequest
  * Use `create(GetNotificationRequestSchema)` to create a new message.
  */
 export const GetNotificationRequestSchema: GenMessage<GetNotificationRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_delivery_service, 4);
+  messageDesc(file_webhooks_v1_delivery_service, 9);
 
 /**
  * @generated from message webhooks.v1.GetNotificationResponse
@@ -235,7 +484,7 @@ export type GetNotificationResponse = Message<"webhooks.v1.GetNotificationRespon
  * Use `create(GetNotificationResponseSchema)` to create a new message.
  */
 export const GetNotificationResponseSchema: GenMessage<GetNotificationResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_delivery_service, 5);
+  messageDesc(file_webhooks_v1_delivery_service, 10);
 
 /**
  * @generated from message webhooks.v1.RedeliverNotificationRequest
@@ -257,7 +506,7 @@ export type RedeliverNotificationRequest = Message<"webhooks.v1.RedeliverNotific
  * Use `create(RedeliverNotificationRequestSchema)` to create a new message.
  */
 export const RedeliverNotificationRequestSchema: GenMessage<RedeliverNotificationRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_delivery_service, 6);
+  messageDesc(file_webhooks_v1_delivery_service, 11);
 
 /**
  * @generated from message webhooks.v1.RedeliverNotificationResponse
@@ -276,7 +525,7 @@ export type RedeliverNotificationResponse = Message<"webhooks.v1.RedeliverNotifi
  * Use `create(RedeliverNotificationResponseSchema)` to create a new message.
  */
 export const RedeliverNotificationResponseSchema: GenMessage<RedeliverNotificationResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_delivery_service, 7);
+  messageDesc(file_webhooks_v1_delivery_service, 12);
 
 /**
  * @generated from message webhooks.v1.RecoverFailedNotificationsRequest
@@ -300,7 +549,7 @@ export type RecoverFailedNotificationsRequest = Message<"webhooks.v1.RecoverFail
  * Use `create(RecoverFailedNotificationsRequestSchema)` to create a new message.
  */
 export const RecoverFailedNotificationsRequestSchema: GenMessage<RecoverFailedNotificationsRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_delivery_service, 8);
+  messageDesc(file_webhooks_v1_delivery_service, 13);
 
 /**
  * @generated from message webhooks.v1.RecoverFailedNotificationsResponse
@@ -319,7 +568,7 @@ export type RecoverFailedNotificationsResponse = Message<"webhooks.v1.RecoverFai
  * Use `create(RecoverFailedNotificationsResponseSchema)` to create a new message.
  */
 export const RecoverFailedNotificationsResponseSchema: GenMessage<RecoverFailedNotificationsResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_delivery_service, 9);
+  messageDesc(file_webhooks_v1_delivery_service, 14);
 
 /**
  * @generated from enum webhooks.v1.NotificationStatus
@@ -357,6 +606,109 @@ export enum NotificationStatus {
  */
 export const NotificationStatusSchema: GenEnum<NotificationStatus> = /*@__PURE__*/
   enumDesc(file_webhooks_v1_delivery_service, 0);
+
+/**
+ * What happened to a notification, as WatchDeliveries streams it.
+ *
+ * @generated from enum webhooks.v1.DeliveryActivityKind
+ */
+export enum DeliveryActivityKind {
+  /**
+   * @generated from enum value: DELIVERY_ACTIVITY_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Stored and queued (a publish, a sample, a redelivery or a recovery).
+   *
+   * @generated from enum value: DELIVERY_ACTIVITY_KIND_ACCEPTED = 1;
+   */
+  ACCEPTED = 1,
+
+  /**
+   * An attempt's request is about to go out.
+   *
+   * @generated from enum value: DELIVERY_ACTIVITY_KIND_ATTEMPT_STARTED = 2;
+   */
+  ATTEMPT_STARTED = 2,
+
+  /**
+   * An attempt ended and was recorded: status code, duration or error.
+   *
+   * @generated from enum value: DELIVERY_ACTIVITY_KIND_ATTEMPT_FINISHED = 3;
+   */
+  ATTEMPT_FINISHED = 3,
+
+  /**
+   * A receiver answered 2xx: no more attempts.
+   *
+   * @generated from enum value: DELIVERY_ACTIVITY_KIND_DELIVERED = 4;
+   */
+  DELIVERED = 4,
+
+  /**
+   * Failed for good: retries spent, 410 Gone, or the subscription went away.
+   *
+   * @generated from enum value: DELIVERY_ACTIVITY_KIND_FAILED = 5;
+   */
+  FAILED = 5,
+
+  /**
+   * The service disabled the subscription (410 Gone, or failing too long).
+   *
+   * @generated from enum value: DELIVERY_ACTIVITY_KIND_SUBSCRIPTION_DISABLED = 6;
+   */
+  SUBSCRIPTION_DISABLED = 6,
+
+  /**
+   * An attempt of a relay subscription: the request to forward (`body`,
+   * `headers`), to be answered with ReportRelayResult. Sent only to a
+   * watcher naming the subscription in `relay_subscription_ids`.
+   *
+   * @generated from enum value: DELIVERY_ACTIVITY_KIND_RELAY_REQUEST = 7;
+   */
+  RELAY_REQUEST = 7,
+}
+
+/**
+ * Describes the enum webhooks.v1.DeliveryActivityKind.
+ */
+export const DeliveryActivityKindSchema: GenEnum<DeliveryActivityKind> = /*@__PURE__*/
+  enumDesc(file_webhooks_v1_delivery_service, 1);
+
+/**
+ * Which activities a watcher wants by outcome.
+ *
+ * @generated from enum webhooks.v1.DeliveryOutcome
+ */
+export enum DeliveryOutcome {
+  /**
+   * Every activity.
+   *
+   * @generated from enum value: DELIVERY_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Successful attempts and deliveries.
+   *
+   * @generated from enum value: DELIVERY_OUTCOME_SUCCEEDED = 1;
+   */
+  SUCCEEDED = 1,
+
+  /**
+   * Failed attempts, failed notifications and disabled subscriptions.
+   *
+   * @generated from enum value: DELIVERY_OUTCOME_FAILED = 2;
+   */
+  FAILED = 2,
+}
+
+/**
+ * Describes the enum webhooks.v1.DeliveryOutcome.
+ */
+export const DeliveryOutcomeSchema: GenEnum<DeliveryOutcome> = /*@__PURE__*/
+  enumDesc(file_webhooks_v1_delivery_service, 2);
 
 /**
  * The delivery log of a subscription, and redelivery. Authenticated with
@@ -405,6 +757,35 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof RecoverFailedNotificationsRequestSchema;
     output: typeof RecoverFailedNotificationsResponseSchema;
+  },
+  /**
+   * Streams what happens to the caller's notifications as it happens:
+   * accepted, each attempt's start and end, delivered, failed, subscription
+   * disabled. Attempts run by any instance sharing the database arrive. The
+   * first message carries no activity: the watch is in place (after any
+   * replay). Messages without activity follow every 15 s while nothing
+   * happens. A watcher that reads too slowly is cut off with
+   * `resource_exhausted`; reconnect with `since` to miss nothing.
+   * Served over gRPC, Connect and gRPC-Web; no REST path.
+   *
+   * @generated from rpc webhooks.v1.DeliveryService.WatchDeliveries
+   */
+  watchDeliveries: {
+    methodKind: "server_streaming";
+    input: typeof WatchDeliveriesRequestSchema;
+    output: typeof WatchDeliveriesResponseSchema;
+  },
+  /**
+   * The answer to a relay request (see CreateSubscriptionRequest.relay):
+   * what the forwarded request got, recorded as the attempt's outcome (a
+   * non-2xx or an error is a failed attempt, retried on schedule).
+   *
+   * @generated from rpc webhooks.v1.DeliveryService.ReportRelayResult
+   */
+  reportRelayResult: {
+    methodKind: "unary";
+    input: typeof ReportRelayResultRequestSchema;
+    output: typeof ReportRelayResultResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_webhooks_v1_delivery_service, 0);

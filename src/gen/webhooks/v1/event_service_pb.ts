@@ -5,8 +5,9 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
-import type { Notification } from "./delivery_service_pb.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { DeliveryActivity, DeliveryOutcome, Notification } from "./delivery_service_pb.js";
 import { file_webhooks_v1_delivery_service } from "./delivery_service_pb.js";
 import type { EventType } from "./subscription_pb.js";
 import { file_webhooks_v1_subscription } from "./subscription_pb.js";
@@ -16,7 +17,65 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/v1/event_service.proto.
  */
 export const file_webhooks_v1_event_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch93ZWJob29rcy92MS9ldmVudF9zZXJ2aWNlLnByb3RvEgt3ZWJob29rcy52MSIfCg1HZXRKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSJyCg5HZXRKb2JSZXNwb25zZRIvCgxub3RpZmljYXRpb24YASABKAsyGS53ZWJob29rcy52MS5Ob3RpZmljYXRpb24SEQoJY2xpZW50X2lkGAIgASgJEhwKFHN1YnNjcmlwdGlvbl9kZWxldGVkGAMgASgIInoKE1B1Ymxpc2hFdmVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEg0KBWV2ZW50GAIgASgJEigKB3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCSI6ChRQdWJsaXNoRXZlbnRSZXNwb25zZRIPCgdqb2JfaWRzGAEgAygJEhEKCWR1cGxpY2F0ZRgCIAEoCCKcAQoYUmVnaXN0ZXJFdmVudFR5cGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJHChlSZWdpc3RlckV2ZW50VHlwZVJlc3BvbnNlEioKCmV2ZW50X3R5cGUYASABKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUiygEKFlVwZGF0ZUV2ZW50VHlwZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIYCgtkZXNjcmlwdGlvbhgCIAEoCUgAiAEBEi8KDnNhbXBsZV9wYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgtqc29uX3NjaGVtYRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGQoRY2xlYXJfanNvbl9zY2hlbWEYBSABKAhCDgoMX2Rlc2NyaXB0aW9uIkUKF1VwZGF0ZUV2ZW50VHlwZVJlc3BvbnNlEioKCmV2ZW50X3R5cGUYASABKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUiFwoVTGlzdEV2ZW50VHlwZXNSZXF1ZXN0IkUKFkxpc3RFdmVudFR5cGVzUmVzcG9uc2USKwoLZXZlbnRfdHlwZXMYASADKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUypAUKDEV2ZW50U2VydmljZRJ8CgxQdWJsaXNoRXZlbnQSIC53ZWJob29rcy52MS5QdWJsaXNoRXZlbnRSZXF1ZXN0GiEud2ViaG9va3MudjEuUHVibGlzaEV2ZW50UmVzcG9uc2UiJ4LT5JMCIToBKiIcL2FwaS9pbnRlcm5hbC9ldmVudHMvcHVibGlzaBKTAQoRUmVnaXN0ZXJFdmVudFR5cGUSJS53ZWJob29rcy52MS5SZWdpc3RlckV2ZW50VHlwZVJlcXVlc3QaJi53ZWJob29rcy52MS5SZWdpc3RlckV2ZW50VHlwZVJlc3BvbnNlIi+C0+STAik6ASpiCmV2ZW50X3R5cGUiGC9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcxKUAQoPVXBkYXRlRXZlbnRUeXBlEiMud2ViaG9va3MudjEuVXBkYXRlRXZlbnRUeXBlUmVxdWVzdBokLndlYmhvb2tzLnYxLlVwZGF0ZUV2ZW50VHlwZVJlc3BvbnNlIjaC0+STAjA6ASpiCmV2ZW50X3R5cGUyHy9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcy97bmFtZX0SfgoOTGlzdEV2ZW50VHlwZXMSIi53ZWJob29rcy52MS5MaXN0RXZlbnRUeXBlc1JlcXVlc3QaIy53ZWJob29rcy52MS5MaXN0RXZlbnRUeXBlc1Jlc3BvbnNlIiOQAgGC0+STAhoSGC9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcxJpCgZHZXRKb2ISGi53ZWJob29rcy52MS5HZXRKb2JSZXF1ZXN0Ghsud2ViaG9va3MudjEuR2V0Sm9iUmVzcG9uc2UiJpACAYLT5JMCHRIbL2FwaS9pbnRlcm5hbC9qb2JzL3tqb2JfaWR9YgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_webhooks_v1_delivery_service, file_webhooks_v1_subscription]);
+  fileDesc("Ch93ZWJob29rcy92MS9ldmVudF9zZXJ2aWNlLnByb3RvEgt3ZWJob29rcy52MSKwAQoZV2F0Y2hBbGxEZWxpdmVyaWVzUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJEg0KBWV2ZW50GAMgASgJEi0KB291dGNvbWUYBCABKA4yHC53ZWJob29rcy52MS5EZWxpdmVyeU91dGNvbWUSKQoFc2luY2UYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIk0KGldhdGNoQWxsRGVsaXZlcmllc1Jlc3BvbnNlEi8KCGFjdGl2aXR5GAEgASgLMh0ud2ViaG9va3MudjEuRGVsaXZlcnlBY3Rpdml0eSIfCg1HZXRKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSJyCg5HZXRKb2JSZXNwb25zZRIvCgxub3RpZmljYXRpb24YASABKAsyGS53ZWJob29rcy52MS5Ob3RpZmljYXRpb24SEQoJY2xpZW50X2lkGAIgASgJEhwKFHN1YnNjcmlwdGlvbl9kZWxldGVkGAMgASgIInoKE1B1Ymxpc2hFdmVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEg0KBWV2ZW50GAIgASgJEigKB3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCSI6ChRQdWJsaXNoRXZlbnRSZXNwb25zZRIPCgdqb2JfaWRzGAEgAygJEhEKCWR1cGxpY2F0ZRgCIAEoCCKcAQoYUmVnaXN0ZXJFdmVudFR5cGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJHChlSZWdpc3RlckV2ZW50VHlwZVJlc3BvbnNlEioKCmV2ZW50X3R5cGUYASABKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUiygEKFlVwZGF0ZUV2ZW50VHlwZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIYCgtkZXNjcmlwdGlvbhgCIAEoCUgAiAEBEi8KDnNhbXBsZV9wYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgtqc29uX3NjaGVtYRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGQoRY2xlYXJfanNvbl9zY2hlbWEYBSABKAhCDgoMX2Rlc2NyaXB0aW9uIkUKF1VwZGF0ZUV2ZW50VHlwZVJlc3BvbnNlEioKCmV2ZW50X3R5cGUYASABKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUiFwoVTGlzdEV2ZW50VHlwZXNSZXF1ZXN0IkUKFkxpc3RFdmVudFR5cGVzUmVzcG9uc2USKwoLZXZlbnRfdHlwZXMYASADKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUykgYKDEV2ZW50U2VydmljZRJ8CgxQdWJsaXNoRXZlbnQSIC53ZWJob29rcy52MS5QdWJsaXNoRXZlbnRSZXF1ZXN0GiEud2ViaG9va3MudjEuUHVibGlzaEV2ZW50UmVzcG9uc2UiJ4LT5JMCIToBKiIcL2FwaS9pbnRlcm5hbC9ldmVudHMvcHVibGlzaBKTAQoRUmVnaXN0ZXJFdmVudFR5cGUSJS53ZWJob29rcy52MS5SZWdpc3RlckV2ZW50VHlwZVJlcXVlc3QaJi53ZWJob29rcy52MS5SZWdpc3RlckV2ZW50VHlwZVJlc3BvbnNlIi+C0+STAik6ASpiCmV2ZW50X3R5cGUiGC9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcxKUAQoPVXBkYXRlRXZlbnRUeXBlEiMud2ViaG9va3MudjEuVXBkYXRlRXZlbnRUeXBlUmVxdWVzdBokLndlYmhvb2tzLnYxLlVwZGF0ZUV2ZW50VHlwZVJlc3BvbnNlIjaC0+STAjA6ASpiCmV2ZW50X3R5cGUyHy9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcy97bmFtZX0SfgoOTGlzdEV2ZW50VHlwZXMSIi53ZWJob29rcy52MS5MaXN0RXZlbnRUeXBlc1JlcXVlc3QaIy53ZWJob29rcy52MS5MaXN0RXZlbnRUeXBlc1Jlc3BvbnNlIiOQAgGC0+STAhoSGC9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcxJpCgZHZXRKb2ISGi53ZWJob29rcy52MS5HZXRKb2JSZXF1ZXN0Ghsud2ViaG9va3MudjEuR2V0Sm9iUmVzcG9uc2UiJpACAYLT5JMCHRIbL2FwaS9pbnRlcm5hbC9qb2JzL3tqb2JfaWR9EmwKEldhdGNoQWxsRGVsaXZlcmllcxImLndlYmhvb2tzLnYxLldhdGNoQWxsRGVsaXZlcmllc1JlcXVlc3QaJy53ZWJob29rcy52MS5XYXRjaEFsbERlbGl2ZXJpZXNSZXNwb25zZSIDkAIBMAFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_webhooks_v1_delivery_service, file_webhooks_v1_subscription]);
+
+/**
+ * @generated from message webhooks.v1.WatchAllDeliveriesRequest
+ */
+export type WatchAllDeliveriesRequest = Message<"webhooks.v1.WatchAllDeliveriesRequest"> & {
+  /**
+   * Only this client's activity; empty: every client's.
+   *
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+
+  /**
+   * @generated from field: string subscription_id = 2;
+   */
+  subscriptionId: string;
+
+  /**
+   * @generated from field: string event = 3;
+   */
+  event: string;
+
+  /**
+   * @generated from field: webhooks.v1.DeliveryOutcome outcome = 4;
+   */
+  outcome: DeliveryOutcome;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp since = 5;
+   */
+  since?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.WatchAllDeliveriesRequest.
+ * Use `create(WatchAllDeliveriesRequestSchema)` to create a new message.
+ */
+export const WatchAllDeliveriesRequestSchema: GenMessage<WatchAllDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_event_service, 0);
+
+/**
+ * @generated from message webhooks.v1.WatchAllDeliveriesResponse
+ */
+export type WatchAllDeliveriesResponse = Message<"webhooks.v1.WatchAllDeliveriesResponse"> & {
+  /**
+   * Unset on the first message (the watch is in place) and on keep-alives.
+   *
+   * @generated from field: webhooks.v1.DeliveryActivity activity = 1;
+   */
+  activity?: DeliveryActivity | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.WatchAllDeliveriesResponse.
+ * Use `create(WatchAllDeliveriesResponseSchema)` to create a new message.
+ */
+export const WatchAllDeliveriesResponseSchema: GenMessage<WatchAllDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_event_service, 1);
 
 /**
  * @generated from message webhooks.v1.GetJobRequest
@@ -35,7 +94,7 @@ export type GetJobRequest = Message<"webhooks.v1.GetJobRequest"> & {
  * Use `create(GetJobRequestSchema)` to create a new message.
  */
 export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 0);
+  messageDesc(file_webhooks_v1_event_service, 2);
 
 /**
  * @generated from message webhooks.v1.GetJobResponse
@@ -66,7 +125,7 @@ export type GetJobResponse = Message<"webhooks.v1.GetJobResponse"> & {
  * Use `create(GetJobResponseSchema)` to create a new message.
  */
 export const GetJobResponseSchema: GenMessage<GetJobResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 1);
+  messageDesc(file_webhooks_v1_event_service, 3);
 
 /**
  * @generated from message webhooks.v1.PublishEventRequest
@@ -109,7 +168,7 @@ export type PublishEventRequest = Message<"webhooks.v1.PublishEventRequest"> & {
  * Use `create(PublishEventRequestSchema)` to create a new message.
  */
 export const PublishEventRequestSchema: GenMessage<PublishEventRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 2);
+  messageDesc(file_webhooks_v1_event_service, 4);
 
 /**
  * @generated from message webhooks.v1.PublishEventResponse
@@ -135,7 +194,7 @@ export type PublishEventResponse = Message<"webhooks.v1.PublishEventResponse"> &
  * Use `create(PublishEventResponseSchema)` to create a new message.
  */
 export const PublishEventResponseSchema: GenMessage<PublishEventResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 3);
+  messageDesc(file_webhooks_v1_event_service, 5);
 
 /**
  * @generated from message webhooks.v1.RegisterEventTypeRequest
@@ -169,7 +228,7 @@ export type RegisterEventTypeRequest = Message<"webhooks.v1.RegisterEventTypeReq
  * Use `create(RegisterEventTypeRequestSchema)` to create a new message.
  */
 export const RegisterEventTypeRequestSchema: GenMessage<RegisterEventTypeRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 4);
+  messageDesc(file_webhooks_v1_event_service, 6);
 
 /**
  * @generated from message webhooks.v1.RegisterEventTypeResponse
@@ -186,7 +245,7 @@ export type RegisterEventTypeResponse = Message<"webhooks.v1.RegisterEventTypeRe
  * Use `create(RegisterEventTypeResponseSchema)` to create a new message.
  */
 export const RegisterEventTypeResponseSchema: GenMessage<RegisterEventTypeResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 5);
+  messageDesc(file_webhooks_v1_event_service, 7);
 
 /**
  * @generated from message webhooks.v1.UpdateEventTypeRequest
@@ -225,7 +284,7 @@ export type UpdateEventTypeRequest = Message<"webhooks.v1.UpdateEventTypeRequest
  * Use `create(UpdateEventTypeRequestSchema)` to create a new message.
  */
 export const UpdateEventTypeRequestSchema: GenMessage<UpdateEventTypeRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 6);
+  messageDesc(file_webhooks_v1_event_service, 8);
 
 /**
  * @generated from message webhooks.v1.UpdateEventTypeResponse
@@ -242,7 +301,7 @@ export type UpdateEventTypeResponse = Message<"webhooks.v1.UpdateEventTypeRespon
  * Use `create(UpdateEventTypeResponseSchema)` to create a new message.
  */
 export const UpdateEventTypeResponseSchema: GenMessage<UpdateEventTypeResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 7);
+  messageDesc(file_webhooks_v1_event_service, 9);
 
 /**
  * @generated from message webhooks.v1.ListEventTypesRequest
@@ -255,7 +314,7 @@ export type ListEventTypesRequest = Message<"webhooks.v1.ListEventTypesRequest">
  * Use `create(ListEventTypesRequestSchema)` to create a new message.
  */
 export const ListEventTypesRequestSchema: GenMessage<ListEventTypesRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 8);
+  messageDesc(file_webhooks_v1_event_service, 10);
 
 /**
  * @generated from message webhooks.v1.ListEventTypesResponse
@@ -272,7 +331,7 @@ export type ListEventTypesResponse = Message<"webhooks.v1.ListEventTypesResponse
  * Use `create(ListEventTypesResponseSchema)` to create a new message.
  */
 export const ListEventTypesResponseSchema: GenMessage<ListEventTypesResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 9);
+  messageDesc(file_webhooks_v1_event_service, 11);
 
 /**
  * For internal services: publishing events and managing event types.
@@ -333,6 +392,16 @@ export const EventService: GenService<{
     methodKind: "unary";
     input: typeof GetJobRequestSchema;
     output: typeof GetJobResponseSchema;
+  },
+  /**
+   * DeliveryService.WatchDeliveries for every client, or for one.
+   *
+   * @generated from rpc webhooks.v1.EventService.WatchAllDeliveries
+   */
+  watchAllDeliveries: {
+    methodKind: "server_streaming";
+    input: typeof WatchAllDeliveriesRequestSchema;
+    output: typeof WatchAllDeliveriesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_webhooks_v1_event_service, 0);

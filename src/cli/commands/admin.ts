@@ -1,0 +1,164 @@
+import { readFile } from "node:fs/promises";
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Command } from "commander";
+import {
+  ClientService,
+  CreateApiKeyResponseSchema,
+  CreateClientResponseSchema,
+  ListClientsResponseSchema,
+} from "../../gen/webhooks/v1/client_service_pb.js";
+import { EventService, ListEventTypesResponseSchema, PublishEventResponseSchema } from "../../gen/webhooks/v1/event_service_pb.js";
+import { EventTypeSchema } from "../../gen/webhooks/v1/subscription_pb.js";
+import { UsageError } from "../connection.js";
+import { time } from "../output.js";
+import type { Context } from "./context.js";
+
+/** A JSON object from a file, or from stdin for "-". */
+async function readJsonObject(source: string, what: string, stdin: NodeJS.ReadableStream): Promise<JsonObject> {
+  let text: string;
+  if (source === "-") {
+    const chunks: Buffer[] = [];
+    for await (const chunk of stdin) chunks.push(Buffer.from(chunk as Buffer));
+    text = Buffer.concat(chunks).toString("utf8");
+  } else {
+    text = await readFile(source, "utf8").catch((error: NodeJS.ErrnoException) => {
+      throw new UsageError(`${what}: cannot read ${source} (${error.code ?? error.message})`);
+    });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`${what} is not JSON: ${(error as Error).message}`);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new UsageError(`${what} must be a JSON object`);
+  return value as JsonObject;
+}
+
+/** The internal API, with the admin token: clients, API keys, event types, publishing. */
+export function addAdminCommands(program: Command, context: Context, stdin: NodeJS.ReadableStream): void {
+  const clients = program.command("clients").description("admin: the clients (tenants)");
+  clients
+    .command("list", { isDefault: true })
+    .description("every client")
+    .action(async () => {
+      const { out, connection } = context();
+      const answer = await connection.client(ClientService, "adminToken").listClients({});
+      if (out.json) return out.message(ListClientsResponseSchema, answer);
+      out.table(
+        ["ID", "NAME", "CREATED"],
+        answer.clients.map((client) => [client.id, client.name, time(client.createdAt)]),
+      );
+    });
+  clients
+    .command("create <name>")
+    .description("a new client and its first API key (shown once)")
+    .action(async (name: string) => {
+      const { out, connection } = context();
+      const answer = await connection.client(ClientService, "adminToken").createClient({ name });
+      if (out.json) return out.message(CreateClientResponseSchema, answer);
+      out.fields([
+        ["client", answer.client?.id ?? ""],
+        ["api key id", answer.apiKey?.id ?? ""],
+        ["api key", answer.apiKey?.key ?? ""],
+      ]);
+    });
+
+  const apiKeys = program.command("api-keys").description("admin: a client's API keys");
+  apiKeys
+    .command("create <clientId>")
+    .description("a new API key for the client (shown once)")
+    .action(async (clientId: string) => {
+      const { out, connection } = context();
+      const answer = await connection.client(ClientService, "adminToken").createApiKey({ clientId });
+      if (out.json) return out.message(CreateApiKeyResponseSchema, answer);
+      out.fields([
+        ["api key id", answer.apiKey?.id ?? ""],
+        ["api key", answer.apiKey?.key ?? ""],
+      ]);
+    });
+  apiKeys
+    .command("revoke <clientId> <keyId>")
+    .description("revokes an API key")
+    .action(async (clientId: string, keyId: string) => {
+      const { out, connection } = context();
+      await connection.client(ClientService, "adminToken").revokeApiKey({ clientId, keyId });
+      if (out.json) return out.line(JSON.stringify({ revoked: keyId }));
+      out.line(`revoked ${keyId}`);
+    });
+
+  const eventTypes = program.command("event-types").description("admin: the event catalog");
+  eventTypes
+    .command("list", { isDefault: true })
+    .description("every event type")
+    .action(async () => {
+      const { out, connection } = context();
+      const answer = await connection.client(EventService, "adminToken").listEventTypes({});
+      if (out.json) return out.message(ListEventTypesResponseSchema, answer);
+      out.table(
+        ["NAME", "SCHEMA", "DESCRIPTION"],
+        answer.eventTypes.map((type) => [type.name, type.jsonSchema ? "yes" : "no", type.description]),
+      );
+    });
+  eventTypes
+    .command("register <name>")
+    .description("adds an event type")
+    .requiredOption("--description <text>")
+    .requiredOption("--sample <file>", "sample payload, a JSON object ('-' for stdin)")
+    .option("--schema <file>", "JSON Schema published payloads must satisfy")
+    .action(async (name: string, options: { description: string; sample: string; schema?: string }) => {
+      const { out, connection } = context();
+      const samplePayload = await readJsonObject(options.sample, "--sample", stdin);
+      const jsonSchema = options.schema ? await readJsonObject(options.schema, "--schema", stdin) : undefined;
+      const { eventType } = await connection
+        .client(EventService, "adminToken")
+        .registerEventType({ name, description: options.description, samplePayload, ...(jsonSchema ? { jsonSchema } : {}) });
+      if (!eventType) throw new Error("the service answered without an event type");
+      if (out.json) return out.message(EventTypeSchema, eventType);
+      out.line(`registered ${eventType.name}`);
+    });
+  eventTypes
+    .command("update <name>")
+    .description("changes an event type's description, sample or schema")
+    .option("--description <text>")
+    .option("--sample <file>", "sample payload, a JSON object ('-' for stdin)")
+    .option("--schema <file>", "JSON Schema")
+    .option("--clear-schema", "payloads are no longer validated")
+    .action(async (name: string, options: { description?: string; sample?: string; schema?: string; clearSchema?: boolean }) => {
+      const { out, connection } = context();
+      const samplePayload = options.sample ? await readJsonObject(options.sample, "--sample", stdin) : undefined;
+      const jsonSchema = options.schema ? await readJsonObject(options.schema, "--schema", stdin) : undefined;
+      const { eventType } = await connection.client(EventService, "adminToken").updateEventType({
+        name,
+        ...(options.description === undefined ? {} : { description: options.description }),
+        ...(samplePayload ? { samplePayload } : {}),
+        ...(jsonSchema ? { jsonSchema } : {}),
+        clearJsonSchema: options.clearSchema ?? false,
+      });
+      if (!eventType) throw new Error("the service answered without an event type");
+      if (out.json) return out.message(EventTypeSchema, eventType);
+      out.line(`updated ${eventType.name}`);
+    });
+
+  program
+    .command("publish <event>")
+    .description("admin: publishes an event for a client; the payload from a file or stdin")
+    .requiredOption("--client <id>", "the client whose subscriptions receive it")
+    .option("--payload <file>", "the event's fields, a JSON object ('-' for stdin)", "-")
+    .option("--idempotency-key <key>", "publishing the same key again creates nothing")
+    .action(async (event: string, options: { client: string; payload: string; idempotencyKey?: string }) => {
+      const { out, connection } = context();
+      const payload = await readJsonObject(options.payload, "the payload", stdin);
+      const answer = await connection.client(EventService, "adminToken").publishEvent({
+        clientId: options.client,
+        event,
+        payload,
+        idempotencyKey: options.idempotencyKey ?? "",
+      });
+      if (out.json) return out.message(PublishEventResponseSchema, answer);
+      out.line(
+        `${answer.duplicate ? "already published" : "published"}: ${answer.jobIds.length} job${answer.jobIds.length === 1 ? "" : "s"}`,
+      );
+      for (const jobId of answer.jobIds) out.line(`  ${jobId}`);
+    });
+}

@@ -1,0 +1,166 @@
+import { create } from "@bufbuild/protobuf";
+import type { Command } from "commander";
+import { type Subscription, SubscriptionSchema } from "../../gen/webhooks/v1/subscription_pb.js";
+import {
+  ListEventsResponseSchema,
+  ListSubscriptionsResponseSchema,
+  SubscriptionService,
+  TriggerSampleEventNotificationResponseSchema,
+} from "../../gen/webhooks/v1/subscription_service_pb.js";
+import { type Output, time } from "../output.js";
+import type { Context } from "./context.js";
+
+function printSubscription(out: Output, subscription: Subscription, signatureKey = false): void {
+  out.fields([
+    ["id", subscription.id],
+    ["event", subscription.event],
+    ["url", subscription.url],
+    [
+      "enabled",
+      subscription.enabled
+        ? out.style("green", "yes")
+        : out.style("red", `no${subscription.disabledReason ? ` (${subscription.disabledReason})` : ""}`),
+    ],
+    ["description", subscription.description],
+    ["created", time(subscription.createdAt)],
+    ...(subscription.failingSince ? ([["failing since", time(subscription.failingSince)]] as const) : []),
+    ...(subscription.rotationDeadline ? ([["rotation deadline", time(subscription.rotationDeadline)]] as const) : []),
+  ]);
+  if (signatureKey) {
+    out.line();
+    out.line(subscription.signatureKey.trimEnd());
+    if (subscription.nextSignatureKey) {
+      out.line(out.style("dim", "next signature key:"));
+      out.line(subscription.nextSignatureKey.trimEnd());
+    }
+  }
+}
+
+/** `events`, `subscriptions …` and `trigger-sample`: the subscriber's side, with the API key. */
+export function addSubscriptionCommands(program: Command, context: Context): void {
+  program
+    .command("events")
+    .description("the event types you can subscribe to")
+    .action(async () => {
+      const { out, connection } = context();
+      const answer = await connection.client(SubscriptionService, "apiKey").listEvents({});
+      if (out.json) return out.message(ListEventsResponseSchema, answer);
+      out.table(
+        ["EVENT", "DESCRIPTION"],
+        answer.events.map((event) => [event.name, event.description]),
+      );
+    });
+
+  const subscriptions = program.command("subscriptions").description("your subscriptions");
+
+  subscriptions
+    .command("list")
+    .description("every subscription, oldest first")
+    .action(async () => {
+      const { out, connection } = context();
+      const client = connection.client(SubscriptionService, "apiKey");
+      const all: Subscription[] = [];
+      let pageToken = "";
+      do {
+        const page = await client.listSubscriptions({ pageSize: 100, pageToken });
+        all.push(...page.subscriptions);
+        pageToken = page.nextPageToken;
+      } while (pageToken);
+      if (out.json) return out.message(ListSubscriptionsResponseSchema, create(ListSubscriptionsResponseSchema, { subscriptions: all }));
+      out.table(
+        ["ID", "EVENT", "ENABLED", "URL"],
+        all.map((s) => [s.id, s.event, s.enabled ? "yes" : out.style("red", "no"), s.url]),
+      );
+    });
+
+  subscriptions
+    .command("get <id>")
+    .description("one subscription, with its signature key")
+    .action(async (id: string) => {
+      const { out, connection } = context();
+      const { subscription } = await connection.client(SubscriptionService, "apiKey").getSubscription({ id });
+      if (!subscription) throw new Error("the service answered without a subscription");
+      if (out.json) return out.message(SubscriptionSchema, subscription);
+      printSubscription(out, subscription, true);
+    });
+
+  subscriptions
+    .command("create")
+    .description("subscribes a URL to an event; prints the key that verifies X-Signature")
+    .requiredOption("--event <name>", "event type, e.g. Order.Created")
+    .requiredOption("--url <url>", "the HTTPS endpoint receiving the notifications")
+    .option("--description <text>", "free text for your own bookkeeping", "")
+    .action(async (options: { event: string; url: string; description: string }) => {
+      const { out, connection } = context();
+      const { subscription } = await connection.client(SubscriptionService, "apiKey").createSubscription(options);
+      if (!subscription) throw new Error("the service answered without a subscription");
+      if (out.json) return out.message(SubscriptionSchema, subscription);
+      printSubscription(out, subscription, true);
+    });
+
+  subscriptions
+    .command("update <id>")
+    .description("changes the URL, the description, or turns it on or off")
+    .option("--url <url>")
+    .option("--description <text>")
+    .option("--enable", "turn deliveries on (clears a failure streak)")
+    .option("--disable", "turn deliveries off")
+    .action(async (id: string, options: { url?: string; description?: string; enable?: boolean; disable?: boolean }) => {
+      const { out, connection } = context();
+      if (options.enable && options.disable) throw new Error("--enable or --disable, not both");
+      const enabled = options.enable ? true : options.disable ? false : undefined;
+      const { subscription } = await connection.client(SubscriptionService, "apiKey").updateSubscription({
+        id,
+        ...(options.url === undefined ? {} : { url: options.url }),
+        ...(options.description === undefined ? {} : { description: options.description }),
+        ...(enabled === undefined ? {} : { enabled }),
+      });
+      if (!subscription) throw new Error("the service answered without a subscription");
+      if (out.json) return out.message(SubscriptionSchema, subscription);
+      printSubscription(out, subscription);
+    });
+
+  subscriptions
+    .command("delete <id>")
+    .description("deletes it; its delivery log is kept")
+    .action(async (id: string) => {
+      const { out, connection } = context();
+      await connection.client(SubscriptionService, "apiKey").deleteSubscription({ id });
+      if (out.json) return out.line(JSON.stringify({ deleted: id }));
+      out.line(`deleted ${id}`);
+    });
+
+  subscriptions
+    .command("rotate-key <id>")
+    .description("starts a signature key rotation: prints both keys; the current one keeps signing until confirmed")
+    .action(async (id: string) => {
+      const { out, connection } = context();
+      const { subscription } = await connection.client(SubscriptionService, "apiKey").rotateSignatureKey({ id });
+      if (!subscription) throw new Error("the service answered without a subscription");
+      if (out.json) return out.message(SubscriptionSchema, subscription);
+      printSubscription(out, subscription, true);
+    });
+
+  subscriptions
+    .command("confirm-rotation <id>")
+    .description("the next key signs from now on")
+    .action(async (id: string) => {
+      const { out, connection } = context();
+      const { subscription } = await connection.client(SubscriptionService, "apiKey").confirmSignatureKeyRotation({ id });
+      if (!subscription) throw new Error("the service answered without a subscription");
+      if (out.json) return out.message(SubscriptionSchema, subscription);
+      printSubscription(out, subscription, true);
+    });
+
+  program
+    .command("trigger-sample")
+    .description("sends the event's sample payload to one of your subscribed URLs")
+    .requiredOption("--event <name>", "event type")
+    .requiredOption("--url <url>", "a URL subscribed to that event")
+    .action(async (options: { event: string; url: string }) => {
+      const { out, connection } = context();
+      const answer = await connection.client(SubscriptionService, "apiKey").triggerSampleEventNotification(options);
+      if (out.json) return out.message(TriggerSampleEventNotificationResponseSchema, answer);
+      out.line(`sent: job ${answer.jobId}`);
+    });
+}
