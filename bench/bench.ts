@@ -80,11 +80,27 @@ const report = (row: Row) => {
 const fmt = (n: number) => (Number.isFinite(n) ? (n >= 100 ? Math.round(n).toString() : n.toFixed(1)) : "n/a");
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function child(script: string): Promise<{ process: ChildProcess; ready: Record<string, unknown> }> {
-  const proc = fork(join(import.meta.dirname, script), [], {
-    execArgv: ["--import", "tsx"],
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
+/** Every process the bench started, stopped with it when it is interrupted (Ctrl-C, SIGTERM). */
+const children = new Set<ChildProcess>();
+function tracked<T extends ChildProcess>(proc: T): T {
+  children.add(proc);
+  proc.once("exit", () => children.delete(proc));
+  return proc;
+}
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    for (const proc of children) proc.kill("SIGKILL");
+    process.exit(130);
   });
+}
+
+function child(script: string): Promise<{ process: ChildProcess; ready: Record<string, unknown> }> {
+  const proc = tracked(
+    fork(join(import.meta.dirname, script), [], {
+      execArgv: ["--import", "tsx"],
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    }),
+  );
   return new Promise((resolve) => proc.once("message", (ready) => resolve({ process: proc, ready: ready as Record<string, unknown> })));
 }
 
@@ -227,31 +243,33 @@ async function runStore(
   const profile = process.env.BENCH_CPU_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : [];
   // BENCH_NODE_ARGS: flags for the service's node alone, including V8 flags NODE_OPTIONS refuses.
   // BENCH_SERVICE: another build's entry point (e.g. a copy of dist/ from an earlier commit), to compare builds in turn.
-  const service = spawn(
-    process.execPath,
-    [...profile, ...SERVICE_NODE_ARGS, ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []), SERVICE_ENTRY],
-    {
-      env: {
-        ...process.env,
-        ...env,
-        // BENCH_NODE_OPTIONS: node options for the service alone (e.g. --import a probe).
-        ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        ADMIN_TOKEN: ADMIN,
-        SIGNING_MASTER_KEY: MASTER,
-        ALLOW_PRIVATE_TARGETS: "true",
-        ALLOW_HTTP_TARGETS: "true",
-        RETRY_SCHEDULE: "1s,2s,4s,8s,16s",
-        RATE_LIMIT_PER_SECOND: "0",
-        LOG_LEVEL: "warn",
-        // The backlog scenario leaves requests hanging on purpose: don't wait for them at the end.
-        SHUTDOWN_GRACE_MS: "1000",
-        METRICS_ENABLED: String(metricsOn),
+  const service = tracked(
+    spawn(
+      process.execPath,
+      [...profile, ...SERVICE_NODE_ARGS, ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []), SERVICE_ENTRY],
+      {
+        env: {
+          ...process.env,
+          ...env,
+          // BENCH_NODE_OPTIONS: node options for the service alone (e.g. --import a probe).
+          ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+          PORT: String(port),
+          HOST: "127.0.0.1",
+          ADMIN_TOKEN: ADMIN,
+          SIGNING_MASTER_KEY: MASTER,
+          ALLOW_PRIVATE_TARGETS: "true",
+          ALLOW_HTTP_TARGETS: "true",
+          RETRY_SCHEDULE: "1s,2s,4s,8s,16s",
+          RATE_LIMIT_PER_SECOND: "0",
+          LOG_LEVEL: "warn",
+          // The backlog scenario leaves requests hanging on purpose: don't wait for them at the end.
+          SHUTDOWN_GRACE_MS: "1000",
+          METRICS_ENABLED: String(metricsOn),
+        },
+        // BENCH_SERVICE_STDOUT=1 shows the service's stdout (e.g. with BENCH_NODE_ARGS=--trace-gc).
+        stdio: ["ignore", process.env.BENCH_SERVICE_STDOUT === "1" ? "inherit" : "ignore", "inherit"],
       },
-      // BENCH_SERVICE_STDOUT=1 shows the service's stdout (e.g. with BENCH_NODE_ARGS=--trace-gc).
-      stdio: ["ignore", process.env.BENCH_SERVICE_STDOUT === "1" ? "inherit" : "ignore", "inherit"],
-    },
+    ),
   );
   const base = `http://127.0.0.1:${port}`;
   try {
@@ -380,7 +398,7 @@ async function runStore(
       report({ store, figure: "(b) lost", value: idle.lost, unit: "", key: "lost" });
       phase(store, `(b) latency at ${rate}/s, ${SIZE.repeats} × ${SIZE.latencySeconds} s, one core kept busy by another process`);
       // One core's worth of unrelated load: an ordinary busy machine.
-      const busy = spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" });
+      const busy = tracked(spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
       try {
         const loaded = await latency("Bench.Loaded", "k", rate);
         report({
