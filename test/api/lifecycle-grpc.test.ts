@@ -92,7 +92,10 @@ test("every subscriber and internal RPC over gRPC", async (t) => {
   );
   t.is(recovered.jobIds.length, 1);
   const after = await receiver.waitFor(8);
-  t.deepEqual(new Set(after.slice(6).map((r) => r.headers["x-jobid"])), new Set([again.jobId, recovered.jobIds[0]]));
+  t.deepEqual(
+    [...new Set(after.slice(6).map((r) => r.headers["x-jobid"]))].sort(),
+    [...new Set([again.jobId, recovered.jobIds[0]])].sort(),
+  );
 
   await subscriptions.deleteSubscription({ id }, asClient);
   const gone = await t.throwsAsync(subscriptions.getSubscription({ id }, asClient));
