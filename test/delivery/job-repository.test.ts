@@ -11,7 +11,7 @@ import type { Notification, Subscription } from "../../src/domain/model.js";
 import { openStore } from "../../src/store/open-store.js";
 import type { SqlPool } from "../../src/store/postgres/sql-pool.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
-import { type StoreTarget, storeTargets } from "../helpers/stores.js";
+import { storeTargets, testOn } from "../helpers/stores.js";
 
 /**
  * Agenda's repository of delivery jobs, driven as Agenda's Job.run drives
@@ -96,16 +96,8 @@ function touch(repository: DeliveryJobRepository, attrs: JobParameters): Promise
   return repository.saveJobState(attrs).catch((error: unknown) => error);
 }
 
-/**
- * PGlite works on this thread and can hold it for seconds, long enough for a
- * PostgreSQL connection opened meanwhile to time out: its tests take turns.
- */
-function testOn(target: StoreTarget) {
-  return target.name === "pglite" ? test.serial : test;
-}
-
 for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
-  testOn(target)(
+  testOn(test, target)(
     `${target.name}: a renewal moves the lock alone; the schedule stays, for whoever takes the job over after a crash`,
     async (t) => {
       const { jobs, repository, attrs, job } = await oneRun(t, target);
@@ -118,7 +110,7 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
   );
 
   for (const ending of ["a retry", "delivered"] as const) {
-    testOn(target)(
+    testOn(test, target)(
       `${target.name}: the save ending a run (${ending}) waits for a renewal in flight and uses the renewed lock`,
       async (t) => {
         const { jobs, repository, attrs, job } = await oneRun(t, target);
@@ -142,7 +134,7 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
     );
   }
 
-  testOn(target)(`${target.name}: a renewal that fails leaves the run under its old lock, in Agenda's memory too`, async (t) => {
+  testOn(test, target)(`${target.name}: a renewal that fails leaves the run under its old lock, in Agenda's memory too`, async (t) => {
     let refuse = true;
     const { jobs, repository, attrs, job } = await oneRun(t, target, (store) => {
       const renew = store.renew.bind(store);

@@ -10,7 +10,7 @@ import { newId } from "../../src/domain/ids.js";
 import type { Notification, Subscription } from "../../src/domain/model.js";
 import { type OpenStore, openStore, STABLE_PLANS, withSettings } from "../../src/store/open-store.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
-import { planOf, type StoreTarget, storeTargets } from "../helpers/stores.js";
+import { planOf, type StoreTarget, storeTargets, testOn } from "../helpers/stores.js";
 
 /**
  * The delivery job store's contract, run against every database: what the
@@ -78,16 +78,8 @@ function request(limit: number, overrides: Partial<LockRequest> = {}): LockReque
   return { limit, endpointBudgets: new Map(), clientBudgets: new Map(), defaultPerEndpoint: 1000, defaultPerClient: 1000, ...overrides };
 }
 
-/**
- * PGlite works on this thread and can hold it for seconds, long enough for a
- * PostgreSQL connection opened meanwhile to time out: its tests take turns.
- */
-function testOn(target: StoreTarget) {
-  return target.name === "pglite" ? test.serial : test;
-}
-
 for (const target of storeTargets()) {
-  testOn(target)(
+  testOn(test, target)(
     `${target.name}: accepting stores each notification with a due job; those asked for go in locked and come back`,
     async (t) => {
       const { opened, jobs, clientId } = await openJobs(t, target);
@@ -120,7 +112,7 @@ for (const target of storeTargets()) {
     },
   );
 
-  testOn(target)(
+  testOn(test, target)(
     `${target.name}: a lock takes due jobs oldest first, within each endpoint's and client's budget, and says when more are due`,
     async (t) => {
       const { opened, jobs, clientId } = await openJobs(t, target);
@@ -153,7 +145,7 @@ for (const target of storeTargets()) {
     },
   );
 
-  testOn(target)(`${target.name}: two instances locking at once never take the same job; a dead holder's lock expires`, async (t) => {
+  testOn(test, target)(`${target.name}: two instances locking at once never take the same job; a dead holder's lock expires`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target, "instance-1", 60_000);
     const second = createJobStore(opened.database, { owner: "instance-2", lockLifetimeMs: 60_000 });
     // A third instance that presumes a holder dead after a second.
@@ -176,25 +168,28 @@ for (const target of storeTargets()) {
     t.true(taken.jobs.every((job) => job.lastModifiedBy === "instance-3"));
   });
 
-  testOn(target)(`${target.name}: expired locks of an endpoint with no budget are left for later, not in the way of others'`, async (t) => {
-    const { opened, jobs, clientId } = await openJobs(t, target, "instance-1", 60_000);
-    const impatient = createJobStore(opened.database, { owner: "instance-2", lockLifetimeMs: 1_000 });
-    const subscription = await subscribe(opened, clientId);
-    const hung = `${clientId} https://hung.example`;
-    const other = `${clientId} https://other.example`;
-    await jobs.insert(deliveries(subscription, 20, hung), unlocked);
-    await jobs.insert(deliveries(subscription, 5, other), unlocked);
-    t.is((await jobs.lockDue(request(25))).jobs.length, 25);
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
-    // The hung endpoint's expired locks come first and would fill a window of 5.
-    const taken = await impatient.lockDue(request(5, { endpointBudgets: new Map([[hung, 0]]) }));
-    t.deepEqual(
-      taken.jobs.map((job) => job.endpoint),
-      Array(5).fill(other),
-    );
-  });
+  testOn(test, target)(
+    `${target.name}: expired locks of an endpoint with no budget are left for later, not in the way of others'`,
+    async (t) => {
+      const { opened, jobs, clientId } = await openJobs(t, target, "instance-1", 60_000);
+      const impatient = createJobStore(opened.database, { owner: "instance-2", lockLifetimeMs: 1_000 });
+      const subscription = await subscribe(opened, clientId);
+      const hung = `${clientId} https://hung.example`;
+      const other = `${clientId} https://other.example`;
+      await jobs.insert(deliveries(subscription, 20, hung), unlocked);
+      await jobs.insert(deliveries(subscription, 5, other), unlocked);
+      t.is((await jobs.lockDue(request(25))).jobs.length, 25);
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      // The hung endpoint's expired locks come first and would fill a window of 5.
+      const taken = await impatient.lockDue(request(5, { endpointBudgets: new Map([[hung, 0]]) }));
+      t.deepEqual(
+        taken.jobs.map((job) => job.endpoint),
+        Array(5).fill(other),
+      );
+    },
+  );
 
-  testOn(target)(`${target.name}: unlock, renew, save and remove act only while the job still has the lock they name`, async (t) => {
+  testOn(test, target)(`${target.name}: unlock, renew, save and remove act only while the job still has the lock they name`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target);
     const subscription = await subscribe(opened, clientId);
     await jobs.insert(deliveries(subscription, 4), unlocked);
@@ -246,7 +241,7 @@ for (const target of storeTargets()) {
     t.is((await opened.store.notifications.get(fourth.id))?.id, fourth.id, "the notification stays");
   });
 
-  testOn(target)(`${target.name}: an idempotency key stores once, also for concurrent twins; keys are per client`, async (t) => {
+  testOn(test, target)(`${target.name}: an idempotency key stores once, also for concurrent twins; keys are per client`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target);
     const subscription = await subscribe(opened, clientId);
     const batch = deliveries(subscription, 2);
@@ -270,7 +265,7 @@ for (const target of storeTargets()) {
 // SQL stores: an older version's jobs (Agenda's own table) and notifications it accepted but never queued are
 // taken over at start; a job left without a schedule is due again.
 for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
-  testOn(target)(`${target.name}: jobs an older version left behind are taken over at start`, async (t) => {
+  testOn(test, target)(`${target.name}: jobs an older version left behind are taken over at start`, async (t) => {
     const { opened, clientId } = await openJobs(t, target);
     if (opened.database.kind !== "postgres") return t.fail("a SQL target");
     const subscription = await subscribe(opened, clientId, "HTTPS://Receiver.Example:8443/hook?x=1");
@@ -301,7 +296,7 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
     t.is(rows[0]?.n, 0);
   });
 
-  testOn(target)(`${target.name}: a job left without a schedule is due again, once handed back or at the next start`, async (t) => {
+  testOn(test, target)(`${target.name}: a job left without a schedule is due again, once handed back or at the next start`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target);
     if (opened.database.kind !== "postgres") return t.fail("a SQL target");
     const subscription = await subscribe(opened, clientId);
@@ -322,7 +317,7 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
 // The lock statement, prepared while the table is empty as on a new database, keeps to its indexes once
 // 20 000 jobs wait: neither the due scan nor the expired-lock lookup may walk the whole backlog.
 for (const target of storeTargets().filter((t) => t.name === "postgres")) {
-  testOn(target)(`${target.name}: the lock statement's one plan stays on its indexes as the backlog grows`, async (t) => {
+  testOn(test, target)(`${target.name}: the lock statement's one plan stays on its indexes as the backlog grows`, async (t) => {
     const { opened, clientId, databaseUrl } = await openJobs(t, target);
     if (!databaseUrl) return t.fail("a PostgreSQL target has a DATABASE_URL");
     const subscription = await subscribe(opened, clientId);
@@ -354,32 +349,35 @@ for (const target of storeTargets().filter((t) => t.name === "postgres")) {
 }
 
 for (const target of storeTargets()) {
-  testOn(target)(`${target.name}: counts say what is due, scheduled and locked, and since when the oldest due job waits`, async (t) => {
-    const { opened, jobs, clientId } = await openJobs(t, target);
-    const subscription = await subscribe(opened, clientId);
-    t.like(await jobs.counts(), { due: 0, scheduled: 0, locked: 0, oldestDueAt: null });
-    const before = Date.now();
-    const traced = deliveries(subscription, 3).map((delivery) => ({
-      ...delivery,
-      traceContext: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-    }));
-    await jobs.insert(traced, unlocked);
-    const counts = await jobs.counts();
-    t.like(counts, { due: 3, scheduled: 0, locked: 0 });
-    const oldest = counts.oldestDueAt?.getTime() ?? 0;
-    t.true(oldest >= before - 1000 && oldest <= Date.now(), String(counts.oldestDueAt));
+  testOn(test, target)(
+    `${target.name}: counts say what is due, scheduled and locked, and since when the oldest due job waits`,
+    async (t) => {
+      const { opened, jobs, clientId } = await openJobs(t, target);
+      const subscription = await subscribe(opened, clientId);
+      t.like(await jobs.counts(), { due: 0, scheduled: 0, locked: 0, oldestDueAt: null });
+      const before = Date.now();
+      const traced = deliveries(subscription, 3).map((delivery) => ({
+        ...delivery,
+        traceContext: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+      }));
+      await jobs.insert(traced, unlocked);
+      const counts = await jobs.counts();
+      t.like(counts, { due: 3, scheduled: 0, locked: 0 });
+      const oldest = counts.oldestDueAt?.getTime() ?? 0;
+      t.true(oldest >= before - 1000 && oldest <= Date.now(), String(counts.oldestDueAt));
 
-    const [first, second] = (await jobs.lockDue(request(2))).jobs;
-    if (!first || !second) return t.fail("two jobs locked");
-    t.is(first.traceContext, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "the trace context comes back with the job");
-    await jobs.save([{ id: first.id, heldLock: first.lockedAt, nextRunAt: new Date(Date.now() + 3_600_000) }]);
-    t.like(await jobs.counts(), { due: 1, scheduled: 1, locked: 1 });
-    t.is((await jobs.get(first.id))?.traceContext, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
-  });
+      const [first, second] = (await jobs.lockDue(request(2))).jobs;
+      if (!first || !second) return t.fail("two jobs locked");
+      t.is(first.traceContext, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "the trace context comes back with the job");
+      await jobs.save([{ id: first.id, heldLock: first.lockedAt, nextRunAt: new Date(Date.now() + 3_600_000) }]);
+      t.like(await jobs.counts(), { due: 1, scheduled: 1, locked: 1 });
+      t.is((await jobs.get(first.id))?.traceContext, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    },
+  );
 }
 
 for (const target of storeTargets()) {
-  testOn(target)(`${target.name}: a client's budget counts only what its endpoints' budgets let through`, async (t) => {
+  testOn(test, target)(`${target.name}: a client's budget counts only what its endpoints' budgets let through`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target);
     const subscription = await subscribe(opened, clientId);
     const slow = `${clientId} https://slow.example`;

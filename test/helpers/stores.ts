@@ -67,6 +67,15 @@ function mongoTarget(baseUrl: string): StoreTarget {
   };
 }
 
+/**
+ * How a test on this target registers: PGlite works on the test's own thread
+ * and can hold it for seconds, long enough for a PostgreSQL connection opened
+ * meanwhile to time out, so its tests take turns.
+ */
+export function testOn<T extends { serial: unknown }>(test: T, target: StoreTarget): T | T["serial"] {
+  return target.name === "pglite" ? test.serial : test;
+}
+
 let announced = false;
 
 export function storeTargets(): StoreTarget[] {
