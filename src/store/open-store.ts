@@ -3,6 +3,7 @@ import pg from "pg";
 import type { Logger } from "pino";
 import type { Store } from "../domain/ports.js";
 import { createMongoStore, ensureMongoIndexes } from "./mongo/mongo-store.js";
+import { trackConnections } from "./postgres/closing-pool.js";
 import { EmbeddedPool } from "./postgres/embedded-pool.js";
 import { createPostgresStore } from "./postgres/postgres-store.js";
 import { migrate } from "./postgres/schema.js";
@@ -134,6 +135,7 @@ async function openPostgres(url: string, poolSize: number, log: Logger): Promise
   // NOTIFY through; a pool so that each channel can replace its connection when it drops.
   const notifications = new pg.Pool({ ...withSettings(url, []), ...CONNECTING, max: 4 });
   const pools = [apiPool, bookkeepingPool, notifications];
+  const ends = pools.map(trackConnections);
   // A lost or refused connection answers 503 "unavailable", not 500.
   const api = reportingUnavailable(apiPool);
   const bookkeeping = reportingUnavailable(bookkeepingPool);
@@ -148,7 +150,7 @@ async function openPostgres(url: string, poolSize: number, log: Logger): Promise
     );
   }
   const close = async () => {
-    await Promise.all(pools.map((pool) => pool.end()));
+    await Promise.all(ends.map((end) => end()));
   };
   try {
     await migrate(api);

@@ -41,6 +41,10 @@ export class WakeChannel extends BaseNotificationChannel {
     private readonly onError: (error: unknown) => void,
   ) {
     super({ channelName: DELIVER_JOB });
+    // For the channel's whole life, not only while connected: @agendajs/postgres-backend hands its LISTEN
+    // connection back to the pool still wired to re-emit that connection's errors, and an error with no
+    // listener would throw.
+    remote?.on("error", onError);
   }
 
   async connect(): Promise<void> {
@@ -48,7 +52,6 @@ export class WakeChannel extends BaseNotificationChannel {
       this.#unsubscribeRemote = this.remote.subscribe((notification) => {
         if (notification.source !== this.source) this.onRemote();
       });
-      this.remote.on("error", this.onError);
       // Unreachable at start: it reconnects by itself, and until then the poll finds other instances' jobs.
       await this.remote.connect().catch(this.onError);
     }
@@ -58,10 +61,7 @@ export class WakeChannel extends BaseNotificationChannel {
   async disconnect(): Promise<void> {
     this.#unsubscribeRemote?.();
     this.#unsubscribeRemote = undefined;
-    if (this.remote) {
-      this.remote.off("error", this.onError);
-      await this.remote.disconnect().catch(this.onError);
-    }
+    if (this.remote) await this.remote.disconnect().catch(this.onError);
     this.handlers.clear();
     this.setState("disconnected");
   }

@@ -1,0 +1,49 @@
+import test from "ava";
+import pg from "pg";
+import { trackConnections } from "../../src/store/postgres/closing-pool.js";
+import { storeTargets } from "../helpers/stores.js";
+
+const postgres = storeTargets().find((target) => target.name === "postgres");
+
+if (!postgres) {
+  test("closing a pool needs PostgreSQL (POSTGRES_URL)", (t) => {
+    t.log("skipped: POSTGRES_URL is not set");
+    t.pass();
+  });
+} else {
+  test("a tracked pool's end resolves only once the server has no connection of it left", async (t) => {
+    const store = await postgres.create();
+    t.teardown(() => store.cleanup());
+    const url = store.env.DATABASE_URL as string;
+    const applicationName = `closing-pool-${process.pid}`;
+    const pool = new pg.Pool({ connectionString: url, application_name: applicationName, max: 6 });
+    pool.on("error", () => {});
+    const end = trackConnections(pool);
+    // Six connections: four idle in the pool, one destroyed by its user, one handed back mid-way.
+    const clients = await Promise.all(Array.from({ length: 6 }, () => pool.connect()));
+    await Promise.all(clients.map((client) => client.query("SELECT 1")));
+    let closed = 0;
+    for (const client of clients) client.once("end", () => closed++);
+    for (const client of clients.slice(0, 4)) client.release();
+    clients[4]?.release(true);
+    const ending = end();
+    clients[5]?.release();
+    await ending;
+    t.is(closed, clients.length, "every connection had closed when end() resolved");
+
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      const { rows } = await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1", [applicationName]);
+      t.is(rows[0].n, 0);
+    } finally {
+      await admin.end();
+    }
+  });
+
+  test("a pool that never connected ends at once", async (t) => {
+    const pool = new pg.Pool({ connectionString: "postgres://postgres@127.0.0.1:5432/postgres" });
+    await trackConnections(pool)();
+    t.true(pool.ended);
+  });
+}
