@@ -83,11 +83,12 @@ export const LOCK_DUE = `
     FROM by_endpoint AS w
     LEFT JOIN unnest($9::text[], $10::int[]) AS b (client_id, budget) ON b.client_id = w.client_id
     WHERE w.endpoint_within
+  ), picked AS (
+    SELECT id FROM by_client WHERE client_within ORDER BY next_run_at NULLS FIRST, id LIMIT $1
   ), chosen AS (
-    SELECT id FROM wh_delivery_jobs
-    WHERE id = ANY(ARRAY(SELECT id FROM by_client WHERE client_within ORDER BY next_run_at NULLS FIRST, id LIMIT $1))
-      AND ((locked_at IS NULL AND next_run_at <= GREATEST($4::timestamptz, now())) OR locked_at <= $5)
-    FOR UPDATE SKIP LOCKED
+    SELECT j.id FROM picked JOIN wh_delivery_jobs j ON j.id = picked.id
+    WHERE (j.locked_at IS NULL AND j.next_run_at <= GREATEST($4::timestamptz, now())) OR j.locked_at <= $5
+    FOR UPDATE OF j SKIP LOCKED
   ), locked AS (
     UPDATE wh_delivery_jobs SET locked_at = $4, locked_by = $3, next_run_at = COALESCE(next_run_at, $4)
     WHERE id IN (SELECT id FROM chosen)
