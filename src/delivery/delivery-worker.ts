@@ -18,7 +18,7 @@ export type AttemptOutcome =
   /** Shutdown interrupted the attempt: run the same attempt again later. */
   | { kind: "requeue" };
 
-/** Reads in hand for first attempts about to run (see expect); older ones are read again. */
+/** Reads in hand for attempts about to run (see expect); older ones are read again. */
 const EXPECTED_LIMIT = 10_000;
 const EXPECTED_MAX_AGE_MS = 2_000;
 
@@ -217,10 +217,11 @@ export class DeliveryWorker {
   }
 
   /**
-   * A notification just stored, with the subscription it was made for, whose
-   * job this process runs at once: its first attempt uses them instead of
-   * reading both back (they are what the read would answer a moment later).
-   * Kept for EXPECTED_MAX_AGE_MS, as long as a job locked ahead is handed out.
+   * A notification whose job this process runs at once, with its
+   * subscription, as just stored or just read with the job's lock: its next
+   * attempt uses them instead of reading both again (they are what the read
+   * would answer a moment later). Kept for EXPECTED_MAX_AGE_MS, as long as a
+   * job locked ahead is handed out; one that waits longer is read again.
    */
   expect(notification: Notification, subscription: Subscription): void {
     remember(this.#expected, notification.id, { notification, subscription, at: Date.now() }, EXPECTED_LIMIT);

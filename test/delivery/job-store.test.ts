@@ -397,3 +397,25 @@ for (const target of storeTargets()) {
     t.deepEqual(batch.passedOver.clients, []);
   });
 }
+
+// A lock on PostgreSQL (and PGlite) hands each job out with what its attempt reads, so the attempt need not read it again.
+for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
+  testOn(test, target)(`${target.name}: a lock hands each job out with its notification and subscription`, async (t) => {
+    const { opened, jobs, clientId } = await openJobs(t, target);
+    const kept = await subscribe(opened, clientId);
+    const deleted = await subscribe(opened, clientId, "https://other.example/hook");
+    const [toKept] = deliveries(kept, 1);
+    const [toDeleted] = deliveries(deleted, 1, `${clientId} https://other.example`);
+    if (!toKept || !toDeleted) return t.fail("two deliveries");
+    await jobs.insert([toKept, toDeleted], unlocked);
+    await opened.store.subscriptions.delete(deleted.id);
+    const locked = new Map((await jobs.lockDue(request(10))).jobs.map((job) => [job.id, job]));
+    t.like(locked.get(toKept.notification.id)?.read, {
+      notification: { id: toKept.notification.id, status: "pending", attemptCount: 0, body: "{}" },
+      subscription: { id: kept.id, url: kept.url, enabled: true },
+    });
+    const orphan = locked.get(toDeleted.notification.id)?.read;
+    t.is(orphan?.notification.id, toDeleted.notification.id);
+    t.is(orphan?.subscription, undefined, "a deleted subscription reads as none");
+  });
+}

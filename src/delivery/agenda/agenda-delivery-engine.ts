@@ -11,6 +11,7 @@ import { EarnedConcurrency } from "../earned-concurrency.js";
 import { endpointOf } from "../endpoint.js";
 import type { LaneOccupancy } from "../fair-lanes.js";
 import { JobFeed } from "../job-feed.js";
+import type { JobSource } from "../job-source.js";
 import { DELIVER_JOB, type DeliverJobData, DeliveryJobRepository } from "./delivery-job-repository.js";
 import type { DeliveryJobStore, JobCounts, LockedJob, NewDelivery } from "./delivery-job-store.js";
 import { WakeChannel } from "./wake-channel.js";
@@ -90,7 +91,7 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
     );
     const now = () => performance.now();
     const { perEndpoint, perClient } = options.limits;
-    this.#feed = new JobFeed(store, {
+    this.#feed = new JobFeed(this.#handingReadsToWorker(store), {
       batchSize: options.concurrency,
       limits: {
         // Whatever one receiver does, at least half of the instance's attempts stay with everyone else;
@@ -256,6 +257,25 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
       clearInterval(renewal);
       requestDone(false);
     }
+  }
+
+  /**
+   * The store as the feed's source, each locked job's read (when the lock
+   * statement brought it) handed to the worker, so that an attempt run soon
+   * after does not read it again.
+   */
+  #handingReadsToWorker(store: DeliveryJobStore): JobSource<LockedJob> {
+    return {
+      lockDue: async (request) => {
+        const batch = await store.lockDue(request);
+        const jobs = batch.jobs.map(({ read, ...job }) => {
+          if (read?.subscription) this.options.worker.expect(read.notification, read.subscription);
+          return job;
+        });
+        return { ...batch, jobs };
+      },
+      unlock: (jobs) => store.unlock(jobs),
+    };
   }
 
   #deliveries(notifications: readonly Notification[], subscriptions: ReadonlyMap<string, Subscription>): NewDelivery[] {

@@ -1,4 +1,4 @@
-import type { Notification } from "../../domain/model.js";
+import type { Notification, Subscription } from "../../domain/model.js";
 import type { FeedJob, JobSource } from "../job-source.js";
 
 /**
@@ -28,8 +28,13 @@ export interface StoredJob {
   traceContext?: string;
 }
 
-/** A job this instance holds the lock of. */
-export type LockedJob = StoredJob & FeedJob & { lockedAt: Date };
+/**
+ * A job this instance holds the lock of; as a lock hands it out, with what
+ * its attempt reads (its notification and subscription) where the store
+ * could read it in the same statement.
+ */
+export type LockedJob = StoredJob &
+  FeedJob & { lockedAt: Date; readonly read?: { notification: Notification; subscription?: Subscription } };
 
 /**
  * What a run of a job writes as it ends with a next run due (a retry, or

@@ -1,5 +1,11 @@
 import { Coalescer } from "../../coalescer.js";
-import { INSERT_NOTIFICATIONS, insertParameters } from "../../store/postgres/notifications.js";
+import {
+  FOR_DELIVERY_COLUMNS,
+  type ForDeliveryRow,
+  forDeliveryOf,
+  INSERT_NOTIFICATIONS,
+  insertParameters,
+} from "../../store/postgres/notifications.js";
 import { isDataError } from "../../store/postgres/rows.js";
 import type { SqlPool } from "../../store/postgres/sql-pool.js";
 import { inTransaction } from "../../store/postgres/transaction.js";
@@ -57,6 +63,9 @@ function toJob(row: JobRow): StoredJob {
  * instances never take one job. Locking every row scanned would write each
  * of them, twice, for the many a budget passes over.
  *
+ * Each locked row comes with what its attempt reads (its notification and
+ * subscription), so that an attempt run soon after need not read it again.
+ *
  * Besides the locked rows the statement answers how many due rows the
  * window read (a full window: more may be due) and which endpoints and
  * clients had due rows their budget passed over.
@@ -97,8 +106,9 @@ export const LOCK_DUE = `
   SELECT (SELECT count(*) FROM due)::int AS scanned,
          ARRAY(SELECT DISTINCT endpoint FROM by_endpoint WHERE NOT endpoint_within) AS passed_endpoints,
          ARRAY(SELECT DISTINCT client_id FROM by_client WHERE NOT client_within) AS passed_clients,
-         locked.*
-  FROM (SELECT 1) AS one LEFT JOIN locked ON true`;
+         locked.*, ${FOR_DELIVERY_COLUMNS}
+  FROM (SELECT 1) AS one LEFT JOIN locked ON true
+    LEFT JOIN wh_notifications n ON n.id = locked.id LEFT JOIN wh_subscriptions s ON s.id = n.subscription_id`;
 
 /** Notifications and their jobs in one statement: the notification columns ($1…$10), then the jobs' (see `insertValues`). */
 const INSERT = `
@@ -232,31 +242,34 @@ export class PostgresJobStore implements DeliveryJobStore {
     const scan = scanWindow(request);
     const endpoints = [...request.endpointBudgets];
     const clients = [...request.clientBudgets];
-    const { rows } = await this.pools.bookkeeping.query<JobRow & { scanned: number; passed_endpoints: string[]; passed_clients: string[] }>(
-      {
-        name: "wh-lock-due",
-        text: LOCK_DUE,
-        values: [
-          request.limit,
-          scan,
-          this.options.owner,
-          lockedAt,
-          new Date(lockedAt.getTime() - this.options.lockLifetimeMs),
-          endpoints.map(([endpoint]) => endpoint),
-          endpoints.map(([, budget]) => budget),
-          request.defaultPerEndpoint,
-          clients.map(([clientId]) => clientId),
-          clients.map(([, budget]) => budget),
-          request.defaultPerClient,
-          endpoints.filter(([, budget]) => budget === 0).map(([endpoint]) => endpoint),
-          clients.filter(([, budget]) => budget === 0).map(([clientId]) => clientId),
-        ],
-      },
-    );
+    const { rows } = await this.pools.bookkeeping.query<
+      JobRow & ForDeliveryRow & { scanned: number; passed_endpoints: string[]; passed_clients: string[] }
+    >({
+      name: "wh-lock-due",
+      text: LOCK_DUE,
+      values: [
+        request.limit,
+        scan,
+        this.options.owner,
+        lockedAt,
+        new Date(lockedAt.getTime() - this.options.lockLifetimeMs),
+        endpoints.map(([endpoint]) => endpoint),
+        endpoints.map(([, budget]) => budget),
+        request.defaultPerEndpoint,
+        clients.map(([clientId]) => clientId),
+        clients.map(([, budget]) => budget),
+        request.defaultPerClient,
+        endpoints.filter(([, budget]) => budget === 0).map(([endpoint]) => endpoint),
+        clients.filter(([, budget]) => budget === 0).map(([clientId]) => clientId),
+      ],
+    });
     const jobs = rows
       .filter((row) => row.id !== null)
       .sort((a, b) => (a.next_run_at?.getTime() ?? 0) - (b.next_run_at?.getTime() ?? 0))
-      .map((row) => toJob(row) as LockedJob);
+      .map((row) => {
+        const read = forDeliveryOf(row);
+        return { ...(toJob(row) as LockedJob), ...(read ? { read } : {}) };
+      });
     const first = rows[0];
     return {
       jobs,

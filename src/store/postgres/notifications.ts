@@ -53,21 +53,50 @@ const toAttempt = (row: AttemptRow): DeliveryAttempt => ({
   succeeded: row.succeeded,
 });
 
-// An attempt's notification and subscription, for many attempts at once; the subscription's columns carry an `s_` prefix.
-const READ_FOR_DELIVERY = `
-  SELECT n.*, ${SUBSCRIPTION_COLUMNS.map((column) => `s.${column} AS s_${column}`).join(", ")}
-  FROM wh_notifications n LEFT JOIN wh_subscriptions s ON s.id = n.subscription_id
-  WHERE n.id = ANY($1::text[])`;
+const NOTIFICATION_COLUMNS = [
+  "id",
+  "subscription_id",
+  "client_id",
+  "event",
+  "body",
+  "status",
+  "attempt_count",
+  "redelivery_of",
+  "created_at",
+  "updated_at",
+] as const satisfies readonly (keyof NotificationRow)[];
 
-type DeliveryRow = NotificationRow & { [K in keyof SubscriptionRow as `s_${K}`]: SubscriptionRow[K] | null };
-type ForDelivery = { notification: Notification; subscription?: Subscription };
+/**
+ * What an attempt reads (its notification `n` and subscription `s`), as
+ * columns prefixed `n_` and `s_`, for any statement that joins the two:
+ * the read before an attempt, and the lock statement that hands jobs out.
+ */
+export const FOR_DELIVERY_COLUMNS = [
+  ...NOTIFICATION_COLUMNS.map((column) => `n.${column} AS n_${column}`),
+  ...SUBSCRIPTION_COLUMNS.map((column) => `s.${column} AS s_${column}`),
+].join(", ");
 
-function toForDelivery(row: DeliveryRow): ForDelivery {
-  const notification = toNotification(row);
+export type ForDeliveryRow = { [K in keyof NotificationRow as `n_${K}`]: NotificationRow[K] | null } & {
+  [K in keyof SubscriptionRow as `s_${K}`]: SubscriptionRow[K] | null;
+};
+export type ForDelivery = { notification: Notification; subscription?: Subscription };
+
+/** The read in a FOR_DELIVERY_COLUMNS row; undefined where the join found no notification. */
+export function forDeliveryOf(row: ForDeliveryRow): ForDelivery | undefined {
+  if (row.n_id === null) return undefined;
+  const notification = toNotification(
+    Object.fromEntries(NOTIFICATION_COLUMNS.map((column) => [column, row[`n_${column}`]])) as unknown as NotificationRow,
+  );
   if (row.s_id === null) return { notification };
   const subscription = Object.fromEntries(SUBSCRIPTION_COLUMNS.map((column) => [column, row[`s_${column}`]])) as unknown as SubscriptionRow;
   return { notification, subscription: toSubscription(subscription) };
 }
+
+// An attempt's notification and subscription, for many attempts at once.
+const READ_FOR_DELIVERY = `
+  SELECT ${FOR_DELIVERY_COLUMNS}
+  FROM wh_notifications n LEFT JOIN wh_subscriptions s ON s.id = n.subscription_id
+  WHERE n.id = ANY($1::text[])`;
 
 /**
  * Inserts the notifications of `$1`…`$10` (insertParameters): a fan-out is one round trip. The delivery
@@ -135,8 +164,8 @@ export class PostgresNotificationStore implements NotificationStore {
   /** Deliveries running side by side read and record through shared statements. */
   readonly #deliveryReads = new Coalescer<string, ForDelivery | undefined>(
     async (ids) => {
-      const { rows } = await this.pool.query<DeliveryRow>({ name: "wh-read-for-delivery", text: READ_FOR_DELIVERY, values: [ids] });
-      const byId = new Map(rows.map((row) => [row.id, toForDelivery(row)]));
+      const { rows } = await this.pool.query<ForDeliveryRow>({ name: "wh-read-for-delivery", text: READ_FOR_DELIVERY, values: [ids] });
+      const byId = new Map(rows.map((row) => [row.n_id, forDeliveryOf(row)]));
       return ids.map((id) => byId.get(id));
     },
     { splitOn: isDataError },
