@@ -1,7 +1,13 @@
 import type pg from "pg";
+import { Coalescer } from "../coalescer.js";
 import { type MessageBus, TOPICS } from "./message-bus.js";
 
 const RECONNECT_MIN_MS = 200;
+/** Messages in the order given: PostgreSQL delivers one transaction's notifications in the order they were made. */
+const SEND = `
+  SELECT pg_notify(m.topic, m.payload)
+  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m (topic, payload, n)
+  ORDER BY m.n`;
 const RECONNECT_MAX_MS = 5_000;
 
 /**
@@ -15,6 +21,16 @@ export class PostgresMessageBus implements MessageBus {
   #reconnectDelayMs = RECONNECT_MIN_MS;
   #reconnectTimer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /**
+   * One statement in flight at a time, the messages sent meanwhile going
+   * next as one: listeners hear one instance's messages in the order it sent
+   * them (two statements on two of the pool's connections may commit in
+   * either order).
+   */
+  readonly #sends = new Coalescer<{ topic: string; payload: string }, void>(async (messages) => {
+    await this.pool.query(SEND, [messages.map((message) => message.topic), messages.map((message) => message.payload)]);
+    return messages.map(() => undefined);
+  });
 
   constructor(
     private readonly pool: pg.Pool,
@@ -30,7 +46,7 @@ export class PostgresMessageBus implements MessageBus {
 
   async send(topic: string, payload: string): Promise<void> {
     if (this.#stopped) return;
-    await this.pool.query("SELECT pg_notify($1, $2)", [topic, payload]).catch(this.onError);
+    await this.#sends.call({ topic, payload }).catch(this.onError);
   }
 
   async stop(): Promise<void> {

@@ -1,0 +1,54 @@
+import test from "ava";
+import pg from "pg";
+import { TOPICS } from "../../src/live/message-bus.js";
+import { PostgresMessageBus } from "../../src/live/postgres-message-bus.js";
+import { trackConnections } from "../../src/store/postgres/closing-pool.js";
+import { storeTargets } from "../helpers/stores.js";
+
+const postgres = storeTargets().find((target) => target.name === "postgres");
+
+if (!postgres) {
+  test("the PostgreSQL message bus needs PostgreSQL (POSTGRES_URL)", (t) => {
+    t.log("skipped: POSTGRES_URL is not set");
+    t.pass();
+  });
+} else {
+  test("a listener hears one instance's messages in the order it sent them, however many go at once", async (t) => {
+    const store = await postgres.create();
+    const pools = [0, 1].map(() => new pg.Pool({ connectionString: store.env.DATABASE_URL, max: 4 }));
+    const ends = pools.map(trackConnections);
+    const errors: unknown[] = [];
+    const [sender, listener] = pools.map((pool) => new PostgresMessageBus(pool, (error) => errors.push(error))) as [
+      PostgresMessageBus,
+      PostgresMessageBus,
+    ];
+    t.teardown(async () => {
+      await sender.stop();
+      await listener.stop();
+      await Promise.all(ends.map((end) => end()));
+      await store.cleanup();
+    });
+    const heard: string[] = [];
+    const count = 300;
+    let allHeard: () => void = () => {};
+    const done = new Promise<void>((resolve) => (allHeard = resolve));
+    await listener.start(
+      (topic, payload) => {
+        if (topic !== TOPICS.activity) return;
+        heard.push(payload);
+        if (heard.length === count) allHeard();
+      },
+      () => {},
+    );
+    await sender.start(
+      () => {},
+      () => {},
+    );
+    const sent = Array.from({ length: count }, (_, i) => String(i));
+    // All at once, as the live feed sends them: none waits for the one before.
+    await Promise.all(sent.map((payload) => sender.send(TOPICS.activity, payload)));
+    await done;
+    t.deepEqual(heard, sent);
+    t.deepEqual(errors, []);
+  });
+}
