@@ -61,7 +61,7 @@ if (!existsSync(CHROMIUM)) {
     await hostile?.close();
   });
 
-  const shot = (name: string) => page.screenshot({ path: `${ARTIFACTS}${name}.png`, fullPage: true });
+  const shot = (name: string, fullPage = true) => page.screenshot({ path: `${ARTIFACTS}${name}.png`, fullPage });
 
   /** Creates a subscription through the form and waits for its page. */
   async function createSubscription(url: string, description: string): Promise<void> {
@@ -204,6 +204,9 @@ if (!existsSync(CHROMIUM)) {
     await once.waitFor();
     t.regex((await once.locator("code.secret").textContent()) ?? "", /\S{16,}/);
     await page.getByRole("cell", { name: "Warehouse", exact: true }).waitFor();
+    await once.getByRole("button", { name: "Revoke" }).click();
+    await once.getByRole("button", { name: "Yes, revoke" }).click();
+    await once.getByText("Revoked.").waitFor();
 
     await page.getByLabel("Name", { exact: true }).fill("Invoice.Paid");
     await page.locator("#register-description").fill("An invoice was paid.");
@@ -218,8 +221,8 @@ if (!existsSync(CHROMIUM)) {
     await page.locator("#edit-Invoice\\.Paid-schema").fill('{"type": "object", "required": ["InvoiceId", "Amount"]}');
     await page.getByRole("button", { name: "Save Invoice.Paid" }).click();
     await page.getByText("Saved Invoice.Paid.").waitFor();
-    await page.getByRole("heading", { name: "Last hour" }).scrollIntoViewIfNeeded();
-    await shot("operator");
+    await page.evaluate("window.scrollTo(0, 0)");
+    await shot("operator", false);
 
     // The subscriber sees the new type, schema included.
     await page.goto(`${running.baseUrl}/portal/#/events`);

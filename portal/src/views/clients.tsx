@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { clients } from "../api.js";
-import { CopyButton, ErrorText, Section, useAction, useLoad } from "../components.js";
+import { ConfirmButton, CopyButton, ErrorText, Section, useAction, useLoad } from "../components.js";
 import { formatTime } from "../format.js";
 
 interface ShownKey {
@@ -11,6 +11,8 @@ interface ShownKey {
 
 /** A new API key, shown this once: the service keeps only its hash. */
 function NewKey({ shown }: { shown: ShownKey }) {
+  const revoke = useAction();
+  const [revoked, setRevoked] = useState(false);
   return (
     <div class="once" role="status">
       <p>
@@ -18,6 +20,16 @@ function NewKey({ shown }: { shown: ShownKey }) {
         copy it now.
       </p>
       <code class="secret">{shown.key}</code> <CopyButton text={shown.key} label="Copy API key" />
+      {revoked ? (
+        <p>Revoked.</p>
+      ) : (
+        <ConfirmButton
+          label="Revoke"
+          question="Revoke this key? Calls made with it are refused from now on."
+          onConfirm={async () => setRevoked(await revoke.run(() => clients.revokeApiKey({ clientId: shown.clientId, keyId: shown.keyId })))}
+        />
+      )}
+      <ErrorText error={revoke.error} />
     </div>
   );
 }
@@ -70,7 +82,7 @@ export function Clients() {
           </tbody>
         </table>
       </div>
-      {shown && <NewKey shown={shown} />}
+      {shown && <NewKey shown={shown} key={shown.keyId} />}
       <ErrorText error={action.error} />
       <form
         class="inline"
