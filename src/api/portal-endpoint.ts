@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { HttpError, type NodeRequest } from "./http-body.js";
@@ -52,18 +52,25 @@ function asset(body: Buffer, name: string, cacheControl: string): Asset {
   };
 }
 
-/** The built portal, read once: index.html, and the hashed files under assets/. */
+/**
+ * The built portal, read once: index.html, and the hashed files under
+ * assets/. Undefined when it is not built, or was being replaced as it was
+ * read (a build moves the new one into place): the API serves on without it.
+ */
 function load(dir: string): { index: Asset; assets: Map<string, Asset> } | undefined {
-  const indexPath = join(dir, "index.html");
-  if (!existsSync(indexPath)) return undefined;
-  const assets = new Map<string, Asset>();
-  const assetDir = join(dir, "assets");
-  for (const name of existsSync(assetDir) ? readdirSync(assetDir) : []) {
-    // Names carry their content's hash, so a name never changes meaning.
-    assets.set(name, asset(readFileSync(join(assetDir, name)), name, "public, max-age=31536000, immutable"));
+  try {
+    const assets = new Map<string, Asset>();
+    const assetDir = join(dir, "assets");
+    for (const name of readdirSync(assetDir)) {
+      // Names carry their content's hash, so a name never changes meaning.
+      assets.set(name, asset(readFileSync(join(assetDir, name)), name, "public, max-age=31536000, immutable"));
+    }
+    // Revalidated on every use, so a deploy is seen at once.
+    return { index: asset(readFileSync(join(dir, "index.html")), "index.html", "no-cache"), assets };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
   }
-  // Revalidated on every use, so a deploy is seen at once.
-  return { index: asset(readFileSync(indexPath), "index.html", "no-cache"), assets };
 }
 
 /**
