@@ -9,13 +9,17 @@ import type { RecentDeliveries } from "../observability/recent-deliveries.js";
 import { toEventTypeMessage, toNotificationMessage } from "./messages.js";
 import { streamWatch, watchRequestOf } from "./watch-stream.js";
 
+/** The delivery queue's counts, every instance's jobs (what the webhook_queue_* gauges read). */
+export interface JobCountsSource {
+  counts(): Promise<{ due: number; scheduled: number; locked: number }>;
+}
+
 export function createEventService(deps: {
   catalog: EventCatalog;
   notifications: Notifications;
   watches: DeliveryWatches;
   recentDeliveries: RecentDeliveries;
-  /** The delivery queue's counts, every instance's jobs (what the webhook_queue_* gauges read). */
-  jobQueue: { counts(): Promise<{ due: number; scheduled: number; locked: number }> };
+  jobQueue: JobCountsSource;
 }): ServiceImpl<typeof EventService> {
   return {
     async publishEvent(req) {

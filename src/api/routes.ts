@@ -17,7 +17,7 @@ import { AuthFailureLimiter, createAuthFailureLimitInterceptor } from "./auth-fa
 import { createClientService } from "./client-service.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createEdgeRefusalInterceptor } from "./edge-facts.js";
-import { createEventService } from "./event-service.js";
+import { createEventService, type JobCountsSource } from "./event-service.js";
 import { createHealthService, type HealthServiceOptions } from "./health-service.js";
 import { createAdminAuthInterceptor, createClientAuthInterceptor } from "./interceptors.js";
 import { createRateLimitInterceptor, type RateLimit } from "./rate-limit.js";
@@ -34,7 +34,7 @@ export interface ApiDeps {
   /** The last hour of deliveries, for the operator's dashboard. */
   recentDeliveries: RecentDeliveries;
   /** The delivery queue's counts (every instance's jobs). */
-  jobQueue: { counts(): Promise<{ due: number; scheduled: number; locked: number }> };
+  jobQueue: JobCountsSource;
   /** Listeners' answers to relay requests. */
   relayAnswers: RelayAnswers;
   adminToken: string | undefined;

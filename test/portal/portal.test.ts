@@ -134,8 +134,11 @@ if (!existsSync(CHROMIUM)) {
       .waitFor();
     t.is(receiver.requests.length, 1);
 
-    const row = page.locator("ul.notifications > li").first();
-    await row.locator(".badge.delivered").waitFor();
+    const newest = page.locator("ul.notifications > li").first();
+    await newest.locator(".badge.delivered").waitFor();
+    // Found by its id: the redelivery below becomes the newest.
+    const id = (await newest.locator("span.mono").textContent()) ?? "";
+    const row = page.locator("ul.notifications > li").filter({ has: page.locator("span.mono", { hasText: id }) });
     await row.getByRole("button").first().click();
     const attempts = row.locator("table tbody tr");
     await attempts.first().waitFor();
