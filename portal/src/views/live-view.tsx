@@ -1,3 +1,5 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { useEffect, useState } from "preact/hooks";
 import { type DeliveryActivity, DeliveryActivityKind } from "../../../src/gen/webhooks/v1/delivery_service_pb.js";
 import { deliveries, messageOf } from "../api.js";
@@ -5,6 +7,7 @@ import { ErrorText, Section } from "../components.js";
 import { formatTime } from "../format.js";
 
 const KEPT = 50;
+const REPLAY_MS = 60_000;
 
 function describe(activity: DeliveryActivity): string {
   const kind = DeliveryActivityKind[activity.kind].toLowerCase().replaceAll("_", " ");
@@ -15,6 +18,7 @@ function describe(activity: DeliveryActivity): string {
   if (activity.kind === DeliveryActivityKind.ATTEMPT_FINISHED) parts.push(`${activity.durationMs} ms`);
   if (activity.error) parts.push(activity.error);
   if (activity.reason) parts.push(activity.reason);
+  if (activity.replayed) parts.push("(from the log)");
   return parts.join(" · ");
 }
 
@@ -31,17 +35,28 @@ export function LiveView({ subscriptionId, onActivity }: { subscriptionId: strin
   // `generation` reconnects; `onActivity` is the one of the first render (callers keep it stable).
   useEffect(() => {
     const stop = new AbortController();
+    const watch = async (since: Date | undefined) => {
+      const stream = deliveries.watchDeliveries(
+        { subscriptionId, ...(since ? { since: timestampFromDate(since) } : {}) },
+        { signal: stop.signal },
+      );
+      setConnected(true);
+      for await (const message of stream) {
+        const activity = message.activity;
+        if (!activity) continue;
+        setActivities((shown) => [activity, ...shown].slice(0, KEPT));
+        onActivity(activity);
+      }
+    };
     (async () => {
       setError(undefined);
       try {
-        const stream = deliveries.watchDeliveries({ subscriptionId }, { signal: stop.signal });
-        setConnected(true);
-        for await (const message of stream) {
-          const activity = message.activity;
-          if (!activity) continue;
-          setActivities((shown) => [activity, ...shown].slice(0, KEPT));
-          onActivity(activity);
-        }
+        // The last minute is replayed first, so that nothing done while the stream opens (a sample sent at once) is missed.
+        await watch(new Date(Date.now() - REPLAY_MS)).catch((failure) => {
+          // This clock is ahead of the service's, or the minute holds too much to replay: live only.
+          if (ConnectError.from(failure).code !== Code.InvalidArgument) throw failure;
+          return watch(undefined);
+        });
       } catch (failure) {
         if (!stop.signal.aborted) setError(messageOf(failure));
       } finally {
