@@ -8,8 +8,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# The service alone: npm run build would also build packages/*, which the image does not copy.
-RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev
+COPY portal ./portal
+COPY tools/build-portal.ts ./tools/
+# The service and its portal (dist/portal): npm run build would also build packages/*, which the image does not copy.
+RUN npx tsc -p tsconfig.build.json && node --import tsx tools/build-portal.ts && npm prune --omit=dev
 
 FROM node:20.20.2-bookworm-slim
 ENV NODE_ENV=production

@@ -28,6 +28,7 @@ import { loadOrCreateMasterKey } from "./master-key.js";
 import { MetricsObserver } from "./observability/delivery-metrics.js";
 import { TracingObserver } from "./observability/delivery-tracing.js";
 import { ServiceMetrics } from "./observability/metrics.js";
+import { RecentDeliveries } from "./observability/recent-deliveries.js";
 import { currentTraceHeaders } from "./observability/trace-context.js";
 import { openStore } from "./store/open-store.js";
 
@@ -93,8 +94,10 @@ async function startOn(
     // Other instances' activity reaches this one's watchers through the database; the embedded store has one process.
     const feed = new ActivityFeed(createActivityChannel(opened.database, instanceName, log), config.watcherBufferSize);
     // Spans go nowhere until a tracer provider is registered (main.ts does with OTEL_EXPORTER_OTLP_ENDPOINT).
-    const observer = observeAll([feed, new TracingObserver(), ...(metrics ? [new MetricsObserver(metrics)] : [])], (err) =>
-      log.error({ err }, "a delivery observer failed"),
+    const recentDeliveries = new RecentDeliveries();
+    const observer = observeAll(
+      [feed, new TracingObserver(), recentDeliveries, ...(metrics ? [new MetricsObserver(metrics)] : [])],
+      (err) => log.error({ err }, "a delivery observer failed"),
     );
     const sender = new HttpSender({
       timeoutMs: config.deliveryTimeoutMs,
@@ -173,6 +176,8 @@ async function startOn(
             subscriptions,
             notifications,
             watches,
+            recentDeliveries,
+            jobQueue: engine,
             relayAnswers: new RelayAnswers({
               subscriptions: opened.store.subscriptions,
               // Settled here, or passed to the instance whose attempt waits for it.

@@ -1,16 +1,25 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { DeliveryWatches } from "../domain/delivery-watch.js";
 import { ValidationError } from "../domain/errors.js";
 import type { EventCatalog } from "../domain/event-catalog.js";
 import type { Notifications } from "../domain/notifications.js";
 import type { EventService } from "../gen/webhooks/v1/event_service_pb.js";
+import type { RecentDeliveries } from "../observability/recent-deliveries.js";
 import { toEventTypeMessage, toNotificationMessage } from "./messages.js";
 import { streamWatch, watchRequestOf } from "./watch-stream.js";
+
+/** The delivery queue's counts, every instance's jobs (what the webhook_queue_* gauges read). */
+export interface JobCountsSource {
+  counts(): Promise<{ due: number; scheduled: number; locked: number }>;
+}
 
 export function createEventService(deps: {
   catalog: EventCatalog;
   notifications: Notifications;
   watches: DeliveryWatches;
+  recentDeliveries: RecentDeliveries;
+  jobQueue: JobCountsSource;
 }): ServiceImpl<typeof EventService> {
   return {
     async publishEvent(req) {
@@ -55,6 +64,27 @@ export function createEventService(deps: {
         notification: toNotificationMessage(notification, attempts),
         clientId: notification.clientId,
         subscriptionDeleted,
+      };
+    },
+
+    async getDeliveryDashboard() {
+      const counts = await deps.jobQueue.counts();
+      const recent = deps.recentDeliveries.summary();
+      return {
+        since: timestampFromDate(recent.since),
+        delivered: recent.delivered,
+        failed: recent.failed,
+        failedAttempts: recent.failedAttempts,
+        pending: counts.due + counts.scheduled + counts.locked,
+        slowestEndpoints: recent.slowestEndpoints,
+        disabledSubscriptions: recent.disabled.map((disabled) => ({
+          subscriptionId: disabled.subscriptionId,
+          clientId: disabled.clientId,
+          event: disabled.event,
+          url: disabled.url,
+          reason: disabled.reason,
+          disabledAt: timestampFromDate(disabled.at),
+        })),
       };
     },
 

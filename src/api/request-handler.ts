@@ -5,6 +5,7 @@ import { createConnectAdapter } from "./connect-adapter.js";
 import { HttpError, type NodeRequest } from "./http-body.js";
 import { METRICS_PATH } from "./metrics-endpoint.js";
 import { OPENAPI_PATH, serveOpenApi } from "./openapi-endpoint.js";
+import { createPortalEndpoint } from "./portal-endpoint.js";
 import { assignRequestId } from "./request-id.js";
 import { type NodeResponse, RestGateway, writeError } from "./rest-gateway.js";
 
@@ -60,7 +61,7 @@ export function startingHandler(): RequestHandler {
 }
 
 /**
- * The one request listener of the port: health, OpenAPI, metrics, the REST gateway, then
+ * The one request listener of the port: health, OpenAPI, metrics, the portal, the REST gateway, then
  * Connect/gRPC/gRPC-Web for everything else, all on the same handlers.
  */
 export function createRequestHandler(options: RequestHandlerOptions): RequestHandler {
@@ -77,6 +78,7 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
     fallback: (_req, res) => writeError(res, new HttpError(404, "not_found", "no such endpoint")),
   });
 
+  const portal = createPortalEndpoint();
   return (req, res) => {
     assignRequestId(req, res);
     const path = (req.url ?? "/").split("?", 1)[0] ?? "/";
@@ -89,6 +91,7 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
       options.metrics(req, res);
       return;
     }
+    if (portal(path, req, res)) return;
     if (gateway.handle(req, res)) return;
     connect(req, res);
   };

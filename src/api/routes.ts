@@ -12,11 +12,12 @@ import { ClientService } from "../gen/webhooks/v1/client_service_pb.js";
 import { DeliveryService } from "../gen/webhooks/v1/delivery_service_pb.js";
 import { EventService } from "../gen/webhooks/v1/event_service_pb.js";
 import { SubscriptionService } from "../gen/webhooks/v1/subscription_service_pb.js";
+import type { RecentDeliveries } from "../observability/recent-deliveries.js";
 import { AuthFailureLimiter, createAuthFailureLimitInterceptor } from "./auth-failure-limit.js";
 import { createClientService } from "./client-service.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createEdgeRefusalInterceptor } from "./edge-facts.js";
-import { createEventService } from "./event-service.js";
+import { createEventService, type JobCountsSource } from "./event-service.js";
 import { createHealthService, type HealthServiceOptions } from "./health-service.js";
 import { createAdminAuthInterceptor, createClientAuthInterceptor } from "./interceptors.js";
 import { createRateLimitInterceptor, type RateLimit } from "./rate-limit.js";
@@ -30,6 +31,10 @@ export interface ApiDeps {
   notifications: Notifications;
   /** Live delivery streams. */
   watches: DeliveryWatches;
+  /** The last hour of deliveries, for the operator's dashboard. */
+  recentDeliveries: RecentDeliveries;
+  /** The delivery queue's counts (every instance's jobs). */
+  jobQueue: JobCountsSource;
   /** Listeners' answers to relay requests. */
   relayAnswers: RelayAnswers;
   adminToken: string | undefined;

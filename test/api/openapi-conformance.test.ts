@@ -125,6 +125,8 @@ test("every operation answers as the document says: a walk through the whole RES
   t.is((job.notification as { id: string }).id, String(jobId));
   t.is(job.clientId, clientId);
   t.true(job.subscriptionDeleted);
+  const dashboard = await walk("GET", "/api/internal/dashboard", admin);
+  t.true((dashboard.failed as number) >= 2, "the two notifications that failed for good");
 
   const operationIds = checker.operations.map(({ operation }) => String(operation.operationId));
   t.deepEqual(

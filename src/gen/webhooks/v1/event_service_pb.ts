@@ -17,7 +17,160 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/v1/event_service.proto.
  */
 export const file_webhooks_v1_event_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch93ZWJob29rcy92MS9ldmVudF9zZXJ2aWNlLnByb3RvEgt3ZWJob29rcy52MSKwAQoZV2F0Y2hBbGxEZWxpdmVyaWVzUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJEg0KBWV2ZW50GAMgASgJEi0KB291dGNvbWUYBCABKA4yHC53ZWJob29rcy52MS5EZWxpdmVyeU91dGNvbWUSKQoFc2luY2UYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIk0KGldhdGNoQWxsRGVsaXZlcmllc1Jlc3BvbnNlEi8KCGFjdGl2aXR5GAEgASgLMh0ud2ViaG9va3MudjEuRGVsaXZlcnlBY3Rpdml0eSIfCg1HZXRKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSJyCg5HZXRKb2JSZXNwb25zZRIvCgxub3RpZmljYXRpb24YASABKAsyGS53ZWJob29rcy52MS5Ob3RpZmljYXRpb24SEQoJY2xpZW50X2lkGAIgASgJEhwKFHN1YnNjcmlwdGlvbl9kZWxldGVkGAMgASgIInoKE1B1Ymxpc2hFdmVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEg0KBWV2ZW50GAIgASgJEigKB3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCSI6ChRQdWJsaXNoRXZlbnRSZXNwb25zZRIPCgdqb2JfaWRzGAEgAygJEhEKCWR1cGxpY2F0ZRgCIAEoCCKcAQoYUmVnaXN0ZXJFdmVudFR5cGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJHChlSZWdpc3RlckV2ZW50VHlwZVJlc3BvbnNlEioKCmV2ZW50X3R5cGUYASABKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUiygEKFlVwZGF0ZUV2ZW50VHlwZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIYCgtkZXNjcmlwdGlvbhgCIAEoCUgAiAEBEi8KDnNhbXBsZV9wYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgtqc29uX3NjaGVtYRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGQoRY2xlYXJfanNvbl9zY2hlbWEYBSABKAhCDgoMX2Rlc2NyaXB0aW9uIkUKF1VwZGF0ZUV2ZW50VHlwZVJlc3BvbnNlEioKCmV2ZW50X3R5cGUYASABKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUiFwoVTGlzdEV2ZW50VHlwZXNSZXF1ZXN0IkUKFkxpc3RFdmVudFR5cGVzUmVzcG9uc2USKwoLZXZlbnRfdHlwZXMYASADKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUykgYKDEV2ZW50U2VydmljZRJ8CgxQdWJsaXNoRXZlbnQSIC53ZWJob29rcy52MS5QdWJsaXNoRXZlbnRSZXF1ZXN0GiEud2ViaG9va3MudjEuUHVibGlzaEV2ZW50UmVzcG9uc2UiJ4LT5JMCIToBKiIcL2FwaS9pbnRlcm5hbC9ldmVudHMvcHVibGlzaBKTAQoRUmVnaXN0ZXJFdmVudFR5cGUSJS53ZWJob29rcy52MS5SZWdpc3RlckV2ZW50VHlwZVJlcXVlc3QaJi53ZWJob29rcy52MS5SZWdpc3RlckV2ZW50VHlwZVJlc3BvbnNlIi+C0+STAik6ASpiCmV2ZW50X3R5cGUiGC9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcxKUAQoPVXBkYXRlRXZlbnRUeXBlEiMud2ViaG9va3MudjEuVXBkYXRlRXZlbnRUeXBlUmVxdWVzdBokLndlYmhvb2tzLnYxLlVwZGF0ZUV2ZW50VHlwZVJlc3BvbnNlIjaC0+STAjA6ASpiCmV2ZW50X3R5cGUyHy9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcy97bmFtZX0SfgoOTGlzdEV2ZW50VHlwZXMSIi53ZWJob29rcy52MS5MaXN0RXZlbnRUeXBlc1JlcXVlc3QaIy53ZWJob29rcy52MS5MaXN0RXZlbnRUeXBlc1Jlc3BvbnNlIiOQAgGC0+STAhoSGC9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcxJpCgZHZXRKb2ISGi53ZWJob29rcy52MS5HZXRKb2JSZXF1ZXN0Ghsud2ViaG9va3MudjEuR2V0Sm9iUmVzcG9uc2UiJpACAYLT5JMCHRIbL2FwaS9pbnRlcm5hbC9qb2JzL3tqb2JfaWR9EmwKEldhdGNoQWxsRGVsaXZlcmllcxImLndlYmhvb2tzLnYxLldhdGNoQWxsRGVsaXZlcmllc1JlcXVlc3QaJy53ZWJob29rcy52MS5XYXRjaEFsbERlbGl2ZXJpZXNSZXNwb25zZSIDkAIBMAFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_webhooks_v1_delivery_service, file_webhooks_v1_subscription]);
+  fileDesc("Ch93ZWJob29rcy92MS9ldmVudF9zZXJ2aWNlLnByb3RvEgt3ZWJob29rcy52MSIdChtHZXREZWxpdmVyeURhc2hib2FyZFJlcXVlc3QikgIKHEdldERlbGl2ZXJ5RGFzaGJvYXJkUmVzcG9uc2USKQoFc2luY2UYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRlbGl2ZXJlZBgCIAEoBRIOCgZmYWlsZWQYAyABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAQgASgFEg8KB3BlbmRpbmcYBSABKAUSNwoRc2xvd2VzdF9lbmRwb2ludHMYBiADKAsyHC53ZWJob29rcy52MS5FbmRwb2ludExhdGVuY3kSQQoWZGlzYWJsZWRfc3Vic2NyaXB0aW9ucxgHIAMoCzIhLndlYmhvb2tzLnYxLkRpc2FibGVkU3Vic2NyaXB0aW9uIm0KD0VuZHBvaW50TGF0ZW5jeRILCgN1cmwYASABKAkSEAoIYXR0ZW1wdHMYAiABKAUSEgoKYXZlcmFnZV9tcxgDIAEoBRIOCgZtYXhfbXMYBCABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAUgASgFIp8BChREaXNhYmxlZFN1YnNjcmlwdGlvbhIXCg9zdWJzY3JpcHRpb25faWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEg0KBWV2ZW50GAMgASgJEgsKA3VybBgEIAEoCRIOCgZyZWFzb24YBSABKAkSLwoLZGlzYWJsZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrABChlXYXRjaEFsbERlbGl2ZXJpZXNSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYAiABKAkSDQoFZXZlbnQYAyABKAkSLQoHb3V0Y29tZRgEIAEoDjIcLndlYmhvb2tzLnYxLkRlbGl2ZXJ5T3V0Y29tZRIpCgVzaW5jZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiTQoaV2F0Y2hBbGxEZWxpdmVyaWVzUmVzcG9uc2USLwoIYWN0aXZpdHkYASABKAsyHS53ZWJob29rcy52MS5EZWxpdmVyeUFjdGl2aXR5Ih8KDUdldEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJInIKDkdldEpvYlJlc3BvbnNlEi8KDG5vdGlmaWNhdGlvbhgBIAEoCzIZLndlYmhvb2tzLnYxLk5vdGlmaWNhdGlvbhIRCgljbGllbnRfaWQYAiABKAkSHAoUc3Vic2NyaXB0aW9uX2RlbGV0ZWQYAyABKAgiegoTUHVibGlzaEV2ZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSDQoFZXZlbnQYAiABKAkSKAoHcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIjoKFFB1Ymxpc2hFdmVudFJlc3BvbnNlEg8KB2pvYl9pZHMYASADKAkSEQoJZHVwbGljYXRlGAIgASgIIpwBChhSZWdpc3RlckV2ZW50VHlwZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCg5zYW1wbGVfcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoLanNvbl9zY2hlbWEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkcKGVJlZ2lzdGVyRXZlbnRUeXBlUmVzcG9uc2USKgoKZXZlbnRfdHlwZRgBIAEoCzIWLndlYmhvb2tzLnYxLkV2ZW50VHlwZSLKAQoWVXBkYXRlRXZlbnRUeXBlUmVxdWVzdBIMCgRuYW1lGAEgASgJEhgKC2Rlc2NyaXB0aW9uGAIgASgJSACIAQESLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIZChFjbGVhcl9qc29uX3NjaGVtYRgFIAEoCEIOCgxfZGVzY3JpcHRpb24iRQoXVXBkYXRlRXZlbnRUeXBlUmVzcG9uc2USKgoKZXZlbnRfdHlwZRgBIAEoCzIWLndlYmhvb2tzLnYxLkV2ZW50VHlwZSIXChVMaXN0RXZlbnRUeXBlc1JlcXVlc3QiRQoWTGlzdEV2ZW50VHlwZXNSZXNwb25zZRIrCgtldmVudF90eXBlcxgBIAMoCzIWLndlYmhvb2tzLnYxLkV2ZW50VHlwZTKkBwoMRXZlbnRTZXJ2aWNlEnwKDFB1Ymxpc2hFdmVudBIgLndlYmhvb2tzLnYxLlB1Ymxpc2hFdmVudFJlcXVlc3QaIS53ZWJob29rcy52MS5QdWJsaXNoRXZlbnRSZXNwb25zZSIngtPkkwIhOgEqIhwvYXBpL2ludGVybmFsL2V2ZW50cy9wdWJsaXNoEpMBChFSZWdpc3RlckV2ZW50VHlwZRIlLndlYmhvb2tzLnYxLlJlZ2lzdGVyRXZlbnRUeXBlUmVxdWVzdBomLndlYmhvb2tzLnYxLlJlZ2lzdGVyRXZlbnRUeXBlUmVzcG9uc2UiL4LT5JMCKToBKmIKZXZlbnRfdHlwZSIYL2FwaS9pbnRlcm5hbC9ldmVudFR5cGVzEpQBCg9VcGRhdGVFdmVudFR5cGUSIy53ZWJob29rcy52MS5VcGRhdGVFdmVudFR5cGVSZXF1ZXN0GiQud2ViaG9va3MudjEuVXBkYXRlRXZlbnRUeXBlUmVzcG9uc2UiNoLT5JMCMDoBKmIKZXZlbnRfdHlwZTIfL2FwaS9pbnRlcm5hbC9ldmVudFR5cGVzL3tuYW1lfRJ+Cg5MaXN0RXZlbnRUeXBlcxIiLndlYmhvb2tzLnYxLkxpc3RFdmVudFR5cGVzUmVxdWVzdBojLndlYmhvb2tzLnYxLkxpc3RFdmVudFR5cGVzUmVzcG9uc2UiI5ACAYLT5JMCGhIYL2FwaS9pbnRlcm5hbC9ldmVudFR5cGVzEmkKBkdldEpvYhIaLndlYmhvb2tzLnYxLkdldEpvYlJlcXVlc3QaGy53ZWJob29rcy52MS5HZXRKb2JSZXNwb25zZSImkAIBgtPkkwIdEhsvYXBpL2ludGVybmFsL2pvYnMve2pvYl9pZH0SjwEKFEdldERlbGl2ZXJ5RGFzaGJvYXJkEigud2ViaG9va3MudjEuR2V0RGVsaXZlcnlEYXNoYm9hcmRSZXF1ZXN0Gikud2ViaG9va3MudjEuR2V0RGVsaXZlcnlEYXNoYm9hcmRSZXNwb25zZSIikAIBgtPkkwIZEhcvYXBpL2ludGVybmFsL2Rhc2hib2FyZBJsChJXYXRjaEFsbERlbGl2ZXJpZXMSJi53ZWJob29rcy52MS5XYXRjaEFsbERlbGl2ZXJpZXNSZXF1ZXN0Gicud2ViaG9va3MudjEuV2F0Y2hBbGxEZWxpdmVyaWVzUmVzcG9uc2UiA5ACATABYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_webhooks_v1_delivery_service, file_webhooks_v1_subscription]);
+
+/**
+ * @generated from message webhooks.v1.GetDeliveryDashboardRequest
+ */
+export type GetDeliveryDashboardRequest = Message<"webhooks.v1.GetDeliveryDashboardRequest"> & {
+};
+
+/**
+ * Describes the message webhooks.v1.GetDeliveryDashboardRequest.
+ * Use `create(GetDeliveryDashboardRequestSchema)` to create a new message.
+ */
+export const GetDeliveryDashboardRequestSchema: GenMessage<GetDeliveryDashboardRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_event_service, 0);
+
+/**
+ * @generated from message webhooks.v1.GetDeliveryDashboardResponse
+ */
+export type GetDeliveryDashboardResponse = Message<"webhooks.v1.GetDeliveryDashboardResponse"> & {
+  /**
+   * Where the window starts (an hour ago, or when this instance started if later).
+   *
+   * @generated from field: google.protobuf.Timestamp since = 1;
+   */
+  since?: Timestamp | undefined;
+
+  /**
+   * Notifications delivered (a 2xx answer) in the window.
+   *
+   * @generated from field: int32 delivered = 2;
+   */
+  delivered: number;
+
+  /**
+   * Notifications that failed for good in the window.
+   *
+   * @generated from field: int32 failed = 3;
+   */
+  failed: number;
+
+  /**
+   * Attempts that failed in the window (a retry may have followed).
+   *
+   * @generated from field: int32 failed_attempts = 4;
+   */
+  failedAttempts: number;
+
+  /**
+   * Jobs due, scheduled for a retry or running now, across all instances.
+   *
+   * @generated from field: int32 pending = 5;
+   */
+  pending: number;
+
+  /**
+   * The endpoints with the slowest average attempt in the window, slowest first (at most 10).
+   *
+   * @generated from field: repeated webhooks.v1.EndpointLatency slowest_endpoints = 6;
+   */
+  slowestEndpoints: EndpointLatency[];
+
+  /**
+   * Subscriptions the service disabled in the window, newest first.
+   *
+   * @generated from field: repeated webhooks.v1.DisabledSubscription disabled_subscriptions = 7;
+   */
+  disabledSubscriptions: DisabledSubscription[];
+};
+
+/**
+ * Describes the message webhooks.v1.GetDeliveryDashboardResponse.
+ * Use `create(GetDeliveryDashboardResponseSchema)` to create a new message.
+ */
+export const GetDeliveryDashboardResponseSchema: GenMessage<GetDeliveryDashboardResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_event_service, 1);
+
+/**
+ * @generated from message webhooks.v1.EndpointLatency
+ */
+export type EndpointLatency = Message<"webhooks.v1.EndpointLatency"> & {
+  /**
+   * @generated from field: string url = 1;
+   */
+  url: string;
+
+  /**
+   * @generated from field: int32 attempts = 2;
+   */
+  attempts: number;
+
+  /**
+   * @generated from field: int32 average_ms = 3;
+   */
+  averageMs: number;
+
+  /**
+   * @generated from field: int32 max_ms = 4;
+   */
+  maxMs: number;
+
+  /**
+   * @generated from field: int32 failed_attempts = 5;
+   */
+  failedAttempts: number;
+};
+
+/**
+ * Describes the message webhooks.v1.EndpointLatency.
+ * Use `create(EndpointLatencySchema)` to create a new message.
+ */
+export const EndpointLatencySchema: GenMessage<EndpointLatency> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_event_service, 2);
+
+/**
+ * @generated from message webhooks.v1.DisabledSubscription
+ */
+export type DisabledSubscription = Message<"webhooks.v1.DisabledSubscription"> & {
+  /**
+   * @generated from field: string subscription_id = 1;
+   */
+  subscriptionId: string;
+
+  /**
+   * @generated from field: string client_id = 2;
+   */
+  clientId: string;
+
+  /**
+   * @generated from field: string event = 3;
+   */
+  event: string;
+
+  /**
+   * @generated from field: string url = 4;
+   */
+  url: string;
+
+  /**
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp disabled_at = 6;
+   */
+  disabledAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.DisabledSubscription.
+ * Use `create(DisabledSubscriptionSchema)` to create a new message.
+ */
+export const DisabledSubscriptionSchema: GenMessage<DisabledSubscription> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_event_service, 3);
 
 /**
  * @generated from message webhooks.v1.WatchAllDeliveriesRequest
@@ -56,7 +209,7 @@ export type WatchAllDeliveriesRequest = Message<"webhooks.v1.WatchAllDeliveriesR
  * Use `create(WatchAllDeliveriesRequestSchema)` to create a new message.
  */
 export const WatchAllDeliveriesRequestSchema: GenMessage<WatchAllDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 0);
+  messageDesc(file_webhooks_v1_event_service, 4);
 
 /**
  * @generated from message webhooks.v1.WatchAllDeliveriesResponse
@@ -75,7 +228,7 @@ export type WatchAllDeliveriesResponse = Message<"webhooks.v1.WatchAllDeliveries
  * Use `create(WatchAllDeliveriesResponseSchema)` to create a new message.
  */
 export const WatchAllDeliveriesResponseSchema: GenMessage<WatchAllDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 1);
+  messageDesc(file_webhooks_v1_event_service, 5);
 
 /**
  * @generated from message webhooks.v1.GetJobRequest
@@ -94,7 +247,7 @@ export type GetJobRequest = Message<"webhooks.v1.GetJobRequest"> & {
  * Use `create(GetJobRequestSchema)` to create a new message.
  */
 export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 2);
+  messageDesc(file_webhooks_v1_event_service, 6);
 
 /**
  * @generated from message webhooks.v1.GetJobResponse
@@ -125,7 +278,7 @@ export type GetJobResponse = Message<"webhooks.v1.GetJobResponse"> & {
  * Use `create(GetJobResponseSchema)` to create a new message.
  */
 export const GetJobResponseSchema: GenMessage<GetJobResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 3);
+  messageDesc(file_webhooks_v1_event_service, 7);
 
 /**
  * @generated from message webhooks.v1.PublishEventRequest
@@ -168,7 +321,7 @@ export type PublishEventRequest = Message<"webhooks.v1.PublishEventRequest"> & {
  * Use `create(PublishEventRequestSchema)` to create a new message.
  */
 export const PublishEventRequestSchema: GenMessage<PublishEventRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 4);
+  messageDesc(file_webhooks_v1_event_service, 8);
 
 /**
  * @generated from message webhooks.v1.PublishEventResponse
@@ -194,7 +347,7 @@ export type PublishEventResponse = Message<"webhooks.v1.PublishEventResponse"> &
  * Use `create(PublishEventResponseSchema)` to create a new message.
  */
 export const PublishEventResponseSchema: GenMessage<PublishEventResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 5);
+  messageDesc(file_webhooks_v1_event_service, 9);
 
 /**
  * @generated from message webhooks.v1.RegisterEventTypeRequest
@@ -228,7 +381,7 @@ export type RegisterEventTypeRequest = Message<"webhooks.v1.RegisterEventTypeReq
  * Use `create(RegisterEventTypeRequestSchema)` to create a new message.
  */
 export const RegisterEventTypeRequestSchema: GenMessage<RegisterEventTypeRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 6);
+  messageDesc(file_webhooks_v1_event_service, 10);
 
 /**
  * @generated from message webhooks.v1.RegisterEventTypeResponse
@@ -245,7 +398,7 @@ export type RegisterEventTypeResponse = Message<"webhooks.v1.RegisterEventTypeRe
  * Use `create(RegisterEventTypeResponseSchema)` to create a new message.
  */
 export const RegisterEventTypeResponseSchema: GenMessage<RegisterEventTypeResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 7);
+  messageDesc(file_webhooks_v1_event_service, 11);
 
 /**
  * @generated from message webhooks.v1.UpdateEventTypeRequest
@@ -284,7 +437,7 @@ export type UpdateEventTypeRequest = Message<"webhooks.v1.UpdateEventTypeRequest
  * Use `create(UpdateEventTypeRequestSchema)` to create a new message.
  */
 export const UpdateEventTypeRequestSchema: GenMessage<UpdateEventTypeRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 8);
+  messageDesc(file_webhooks_v1_event_service, 12);
 
 /**
  * @generated from message webhooks.v1.UpdateEventTypeResponse
@@ -301,7 +454,7 @@ export type UpdateEventTypeResponse = Message<"webhooks.v1.UpdateEventTypeRespon
  * Use `create(UpdateEventTypeResponseSchema)` to create a new message.
  */
 export const UpdateEventTypeResponseSchema: GenMessage<UpdateEventTypeResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 9);
+  messageDesc(file_webhooks_v1_event_service, 13);
 
 /**
  * @generated from message webhooks.v1.ListEventTypesRequest
@@ -314,7 +467,7 @@ export type ListEventTypesRequest = Message<"webhooks.v1.ListEventTypesRequest">
  * Use `create(ListEventTypesRequestSchema)` to create a new message.
  */
 export const ListEventTypesRequestSchema: GenMessage<ListEventTypesRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 10);
+  messageDesc(file_webhooks_v1_event_service, 14);
 
 /**
  * @generated from message webhooks.v1.ListEventTypesResponse
@@ -331,7 +484,7 @@ export type ListEventTypesResponse = Message<"webhooks.v1.ListEventTypesResponse
  * Use `create(ListEventTypesResponseSchema)` to create a new message.
  */
 export const ListEventTypesResponseSchema: GenMessage<ListEventTypesResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 11);
+  messageDesc(file_webhooks_v1_event_service, 15);
 
 /**
  * For internal services: publishing events and managing event types.
@@ -392,6 +545,21 @@ export const EventService: GenService<{
     methodKind: "unary";
     input: typeof GetJobRequestSchema;
     output: typeof GetJobResponseSchema;
+  },
+  /**
+   * The last hour of deliveries at a glance, for operators (the portal's
+   * dashboard): notifications delivered and failed for good, the endpoints
+   * whose attempts took longest, and the subscriptions the service disabled,
+   * as this instance's delivery observer saw them (the data behind its
+   * /metrics counters); and the jobs waiting now, across all instances (the
+   * webhook_queue_* gauges).
+   *
+   * @generated from rpc webhooks.v1.EventService.GetDeliveryDashboard
+   */
+  getDeliveryDashboard: {
+    methodKind: "unary";
+    input: typeof GetDeliveryDashboardRequestSchema;
+    output: typeof GetDeliveryDashboardResponseSchema;
   },
   /**
    * DeliveryService.WatchDeliveries for every client, or for one.

@@ -1,0 +1,190 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { useState } from "preact/hooks";
+import { type Notification, NotificationStatus } from "../../../src/gen/webhooks/v1/delivery_service_pb.js";
+import { deliveries } from "../api.js";
+import { ErrorText, JsonBlock, Section, useAction, useLoad } from "../components.js";
+import { formatTime, prettyJson } from "../format.js";
+
+const PAGE_SIZE = 10;
+const statusName = (status: NotificationStatus) => NotificationStatus[status].toLowerCase();
+
+function NotificationDetails({
+  subscriptionId,
+  notification,
+  refresh,
+}: {
+  subscriptionId: string;
+  notification: Notification;
+  refresh: number;
+}) {
+  const details = useLoad(
+    async () => (await deliveries.getNotification({ subscriptionId, id: notification.id })).notification,
+    [notification.id, notification.attemptCount, notification.status, refresh],
+  );
+  const redeliver = useAction();
+  const [redelivered, setRedelivered] = useState<string>();
+  const shown = details.value ?? notification;
+  return (
+    <div class="notification-details">
+      <h4>Body</h4>
+      <JsonBlock label={`Body of ${notification.id}`} text={prettyJson(shown.body)} />
+      <h4>Attempts</h4>
+      <ErrorText error={details.error} />
+      {shown.attempts.length === 0 ? (
+        <p class="hint">No attempt yet.</p>
+      ) : (
+        <div class="table-scroll">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">X-JobAttempt</th>
+                <th scope="col">Started</th>
+                <th scope="col">Duration</th>
+                <th scope="col">Status code</th>
+                <th scope="col">Response excerpt</th>
+                <th scope="col">Error</th>
+              </tr>
+            </thead>
+            <tbody>
+              {shown.attempts.map((attempt) => (
+                <tr key={attempt.attempt} class={attempt.succeeded ? "ok" : "failed"}>
+                  <td data-label="X-JobAttempt">{attempt.attempt}</td>
+                  <td data-label="Started">{formatTime(attempt.startedAt)}</td>
+                  <td data-label="Duration">{attempt.durationMs} ms</td>
+                  <td data-label="Status code">{attempt.statusCode || "—"}</td>
+                  <td data-label="Response excerpt">
+                    <code class="excerpt">{attempt.responseBody}</code>
+                  </td>
+                  <td data-label="Error">{attempt.error}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <button
+        type="button"
+        disabled={redeliver.busy}
+        onClick={() =>
+          redeliver.run(async () => setRedelivered((await deliveries.redeliverNotification({ subscriptionId, id: notification.id })).jobId))
+        }
+      >
+        Redeliver
+      </button>
+      {redelivered && <p role="status">Redelivery queued as {redelivered}.</p>}
+      <ErrorText error={redeliver.error} />
+    </div>
+  );
+}
+
+function RecoverFailed({ subscriptionId, onRecovered }: { subscriptionId: string; onRecovered: () => void }) {
+  const [since, setSince] = useState("");
+  const [recovered, setRecovered] = useState<number>();
+  const recover = useAction();
+  return (
+    <form
+      class="inline"
+      onSubmit={async (submitted) => {
+        submitted.preventDefault();
+        const done = await recover.run(async () => {
+          const answer = await deliveries.recoverFailedNotifications({ subscriptionId, since: timestampFromDate(new Date(since)) });
+          setRecovered(answer.jobIds.length);
+        });
+        if (done) onRecovered();
+      }}
+    >
+      <label for="recover-since">Send failed notifications again, created since</label>
+      <input id="recover-since" type="datetime-local" required value={since} onInput={(changed) => setSince(changed.currentTarget.value)} />
+      <button type="submit" disabled={recover.busy}>
+        Recover failed
+      </button>
+      {recovered !== undefined && <p role="status">{recovered} notification(s) queued again.</p>}
+      <ErrorText error={recover.error} />
+    </form>
+  );
+}
+
+/** The subscription's notifications, newest first; `refresh` changes when the live view saw something. */
+export function DeliveryLog({ subscriptionId, refresh }: { subscriptionId: string; refresh: number }) {
+  const [status, setStatus] = useState(NotificationStatus.UNSPECIFIED);
+  const [pageToken, setPageToken] = useState("");
+  const [previous, setPrevious] = useState<string[]>([]);
+  const [open, setOpen] = useState<Set<string>>(new Set());
+  const [reloads, setReloads] = useState(0);
+  const log = useLoad(
+    () => deliveries.listNotifications({ subscriptionId, status, pageSize: PAGE_SIZE, pageToken }),
+    [subscriptionId, status, pageToken, refresh, reloads],
+  );
+  const toggle = (id: string) => {
+    const next = new Set(open);
+    if (!next.delete(id)) next.add(id);
+    setOpen(next);
+  };
+  return (
+    <Section title="Delivery log" id="log">
+      <div class="inline">
+        <label for="log-status">Status</label>
+        <select
+          id="log-status"
+          value={String(status)}
+          onChange={(changed) => {
+            setStatus(Number(changed.currentTarget.value) as NotificationStatus);
+            setPageToken("");
+            setPrevious([]);
+          }}
+        >
+          <option value={String(NotificationStatus.UNSPECIFIED)}>All</option>
+          <option value={String(NotificationStatus.PENDING)}>Pending</option>
+          <option value={String(NotificationStatus.DELIVERED)}>Delivered</option>
+          <option value={String(NotificationStatus.FAILED)}>Failed</option>
+        </select>
+        <button type="button" onClick={() => setReloads((n) => n + 1)}>
+          Refresh
+        </button>
+      </div>
+      <ErrorText error={log.error} />
+      {log.value?.notifications.length === 0 && <p>No notifications{status ? " with this status" : ""} yet.</p>}
+      <ul class="notifications">
+        {log.value?.notifications.map((notification) => (
+          <li key={notification.id} class={`notification ${statusName(notification.status)}`}>
+            <button type="button" class="row" aria-expanded={open.has(notification.id)} onClick={() => toggle(notification.id)}>
+              <span class={`badge ${statusName(notification.status)}`}>{statusName(notification.status)}</span>
+              <span>{notification.event}</span>
+              <span class="mono">{notification.id}</span>
+              {notification.redeliveryOf && <span class="hint">redelivery of {notification.redeliveryOf}</span>}
+              <span class="hint">
+                {notification.attemptCount} attempt(s) · {formatTime(notification.createdAt)}
+              </span>
+            </button>
+            {open.has(notification.id) && (
+              <NotificationDetails subscriptionId={subscriptionId} notification={notification} refresh={refresh} />
+            )}
+          </li>
+        ))}
+      </ul>
+      <div class="pager">
+        <button
+          type="button"
+          disabled={previous.length === 0}
+          onClick={() => {
+            setPageToken(previous.at(-1) ?? "");
+            setPrevious(previous.slice(0, -1));
+          }}
+        >
+          Newer
+        </button>
+        <button
+          type="button"
+          disabled={!log.value?.nextPageToken}
+          onClick={() => {
+            setPrevious([...previous, pageToken]);
+            setPageToken(log.value?.nextPageToken ?? "");
+          }}
+        >
+          Older
+        </button>
+      </div>
+      <RecoverFailed subscriptionId={subscriptionId} onRecovered={() => setReloads((n) => n + 1)} />
+    </Section>
+  );
+}
