@@ -1,8 +1,8 @@
-import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { PGlite } from "@electric-sql/pglite";
+import type { PGlite } from "@electric-sql/pglite";
 import { createPgConfig } from "@electric-sql/pglite/node-postgres";
 import pg, { type QueryConfig, type QueryResult, type QueryResultRow } from "pg";
+import { openEmbeddedDatabase } from "./embedded-database.js";
 import type { SqlClient, SqlPool } from "./sql-pool.js";
 
 /**
@@ -31,9 +31,7 @@ export class EmbeddedPool implements SqlPool {
 
   /** Opens (or creates) the database under `dataDir` and applies `settings` (e.g. `enable_seqscan=off`) to its session. */
   static async open(dataDir: string, settings: readonly string[], onError: (error: Error) => void): Promise<EmbeddedPool> {
-    const directory = join(dataDir, "pglite");
-    await mkdir(directory, { recursive: true });
-    const db = await PGlite.create(directory);
+    const db = await openEmbeddedDatabase(join(dataDir, "pglite"));
     const client = new pg.Client(createPgConfig(db));
     client.on("error", onError);
     try {

@@ -1,0 +1,58 @@
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, readdir, rename, rm, rmdir } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { promisify } from "node:util";
+import { PGlite } from "@electric-sql/pglite";
+
+const execFileAsync = promisify(execFile);
+
+/**
+ * PostgreSQL's shared buffers in the embedded database. PGlite's default
+ * (128 MB) is memory the WebAssembly instance touches as it starts and
+ * never gives back; the table files stay in the operating system's page
+ * cache either way, so a smaller pool costs a copy from that cache, not a
+ * disk read.
+ */
+export const EMBEDDED_SHARED_BUFFERS = "32MB";
+
+/**
+ * Opens the PGlite database in `directory`, creating it first if there is
+ * none. A new database is made in a child process: initdb runs in a
+ * WebAssembly instance of its own whose memory (about 150 MB) this process
+ * would otherwise keep for good. It is made beside `directory` and moved
+ * into place whole, so an interrupted creation leaves no half a database.
+ */
+export async function openEmbeddedDatabase(directory: string): Promise<PGlite> {
+  if (!existsSync(join(directory, "PG_VERSION"))) {
+    const held = await readdir(directory).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT") return [];
+      throw error;
+    });
+    if (held.length > 0) throw new Error(`${directory} holds files but no database (no PG_VERSION): move it away to start anew`);
+    await createInChildProcess(directory);
+  }
+  return PGlite.create(directory, { startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`] });
+}
+
+async function createInChildProcess(directory: string): Promise<void> {
+  await mkdir(dirname(directory), { recursive: true });
+  const making = `${directory}.new-${process.pid}`;
+  await rm(making, { recursive: true, force: true });
+  const script = `const { PGlite } = await import(${JSON.stringify(import.meta.resolve("@electric-sql/pglite"))});
+    const db = await PGlite.create(${JSON.stringify(making)});
+    await db.close();`;
+  try {
+    await execFileAsync(process.execPath, ["--input-type=module", "-e", script], { maxBuffer: 16 * 1024 * 1024 });
+  } catch (error) {
+    await rm(making, { recursive: true, force: true });
+    throw new Error(
+      `creating the embedded database in ${directory} failed: ${(error as { stderr?: string }).stderr || (error as Error).message}`,
+    );
+  }
+  // An empty directory (an older version made it before its database) gives way.
+  await rmdir(directory).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "ENOENT") throw error;
+  });
+  await rename(making, directory);
+}
