@@ -21,11 +21,13 @@ export function remember<K, V>(map: Map<K, V>, key: K, value: V, limit: number):
  */
 export class DeliverySigner {
   /**
-   * Unsealing and parsing cost more than signing: the opened key by its
-   * sealed text (a subscription's current and next key are both in use
-   * during a Standard Webhooks rotation).
+   * Unsealing and parsing cost more than signing: the keys opened for each
+   * subscription, with the sealed text each opened from (its current and
+   * next key are both in use during a Standard Webhooks rotation). Looked up
+   * by subscription id: a sealed key is about 2 KB, and a fresh read's copy
+   * of it would be hashed anew at every attempt.
    */
-  readonly #opened = new Map<string, KeyObject | Buffer>();
+  readonly #opened = new Map<string, ReadonlyArray<{ sealed: string; key: KeyObject | Buffer }>>();
   /**
    * An RSA retry sends the signature its notification's first attempt made,
    * as long as the subscription's key is the same KeyObject (a rotation or a
@@ -75,11 +77,15 @@ export class DeliverySigner {
 
   /** A `whsec_` secret opens to its bytes; a PEM private key (RSA, Ed25519) to a KeyObject. */
   #open(subscription: Subscription, sealed: string): KeyObject | Buffer {
-    const cached = this.#opened.get(sealed);
-    if (cached) return cached;
+    const opened = this.#opened.get(subscription.id) ?? [];
+    const cached = opened.find((entry) => entry.sealed === sealed);
+    if (cached) return cached.key;
     const text = this.sealer.open(sealed, subscription.id);
     const key = subscription.signatureScheme === "STANDARD_WEBHOOKS" ? secretBytes(text) : createPrivateKey(text);
-    remember(this.#opened, sealed, key, KEY_CACHE_LIMIT);
+    // Only keys still in force stay: a rotated-out key is never asked for again.
+    const inForce = [subscription.privateKeyPem, subscription.nextPrivateKeyPem];
+    const kept = opened.filter((entry) => inForce.includes(entry.sealed));
+    remember(this.#opened, subscription.id, [...kept, { sealed, key }], KEY_CACHE_LIMIT);
     return key;
   }
 }

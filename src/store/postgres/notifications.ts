@@ -84,12 +84,17 @@ export type ForDelivery = { notification: Notification; subscription?: Subscript
 /** The read in a FOR_DELIVERY_COLUMNS row; undefined where the join found no notification. */
 export function forDeliveryOf(row: ForDeliveryRow): ForDelivery | undefined {
   if (row.n_id === null) return undefined;
-  const notification = toNotification(
-    Object.fromEntries(NOTIFICATION_COLUMNS.map((column) => [column, row[`n_${column}`]])) as unknown as NotificationRow,
-  );
+  const notification = toNotification(unprefixed<NotificationRow>(row, "n_", NOTIFICATION_COLUMNS));
   if (row.s_id === null) return { notification };
-  const subscription = Object.fromEntries(SUBSCRIPTION_COLUMNS.map((column) => [column, row[`s_${column}`]])) as unknown as SubscriptionRow;
-  return { notification, subscription: toSubscription(subscription) };
+  return { notification, subscription: toSubscription(unprefixed<SubscriptionRow>(row, "s_", SUBSCRIPTION_COLUMNS)) };
+}
+
+/** The `columns` of `row` read from their prefixed names. */
+function unprefixed<T>(row: object, prefix: string, columns: readonly string[]): T {
+  const values = row as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const column of columns) out[column] = values[prefix + column];
+  return out as T;
 }
 
 // An attempt's notification and subscription, for many attempts at once.
