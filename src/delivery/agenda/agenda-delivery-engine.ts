@@ -268,11 +268,8 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
     return {
       lockDue: async (request) => {
         const batch = await store.lockDue(request);
-        const jobs = batch.jobs.map(({ read, ...job }) => {
-          if (read?.subscription) this.options.worker.expect(read.notification, read.subscription);
-          return job;
-        });
-        return { ...batch, jobs };
+        for (const { read } of batch.jobs) if (read?.subscription) this.options.worker.expect(read.notification, read.subscription);
+        return batch;
       },
       unlock: (jobs) => store.unlock(jobs),
     };

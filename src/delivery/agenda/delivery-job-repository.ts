@@ -140,6 +140,8 @@ export class DeliveryJobRepository implements JobRepository {
     const lockedAt = attrs.lockedAt;
     const nextRunAt = attrs.nextRunAt;
     const earlier = this.#writing.get(attrs);
+    // The save a run starts with keeps the lock it holds: nothing to write, nothing to wait for.
+    if (!earlier && lockedAt?.getTime() === lease.lockedAt.getTime()) return Promise.resolve();
     const write = (earlier ? earlier.catch(() => {}) : Promise.resolve()).then(() => this.#save(attrs, lockedAt, nextRunAt));
     this.#writing.set(attrs, write);
     return write;

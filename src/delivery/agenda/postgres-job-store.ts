@@ -68,7 +68,8 @@ function toJob(row: JobRow): StoredJob {
  *
  * Besides the locked rows the statement answers how many due rows the
  * window read (a full window: more may be due) and which endpoints and
- * clients had due rows their budget passed over.
+ * clients had due rows their budget passed over (on its first row only:
+ * each row would bring and parse its own copy).
  */
 export const LOCK_DUE = `
   WITH due AS (
@@ -104,8 +105,10 @@ export const LOCK_DUE = `
     RETURNING *
   )
   SELECT (SELECT count(*) FROM due)::int AS scanned,
-         ARRAY(SELECT DISTINCT endpoint FROM by_endpoint WHERE NOT endpoint_within) AS passed_endpoints,
-         ARRAY(SELECT DISTINCT client_id FROM by_client WHERE NOT client_within) AS passed_clients,
+         CASE WHEN row_number() OVER () = 1 THEN ARRAY(SELECT DISTINCT endpoint FROM by_endpoint WHERE NOT endpoint_within) END
+           AS passed_endpoints,
+         CASE WHEN row_number() OVER () = 1 THEN ARRAY(SELECT DISTINCT client_id FROM by_client WHERE NOT client_within) END
+           AS passed_clients,
          locked.*, ${FOR_DELIVERY_COLUMNS}
   FROM (SELECT 1) AS one LEFT JOIN locked ON true
     LEFT JOIN wh_notifications n ON n.id = locked.id LEFT JOIN wh_subscriptions s ON s.id = n.subscription_id`;
@@ -243,7 +246,7 @@ export class PostgresJobStore implements DeliveryJobStore {
     const endpoints = [...request.endpointBudgets];
     const clients = [...request.clientBudgets];
     const { rows } = await this.pools.bookkeeping.query<
-      JobRow & ForDeliveryRow & { scanned: number; passed_endpoints: string[]; passed_clients: string[] }
+      JobRow & ForDeliveryRow & { scanned: number; passed_endpoints: string[] | null; passed_clients: string[] | null }
     >({
       name: "wh-lock-due",
       text: LOCK_DUE,
@@ -267,13 +270,14 @@ export class PostgresJobStore implements DeliveryJobStore {
       .filter((row) => row.id !== null)
       .sort((a, b) => (a.next_run_at?.getTime() ?? 0) - (b.next_run_at?.getTime() ?? 0))
       .map((row) => {
+        const job = toJob(row) as LockedJob;
         const read = forDeliveryOf(row);
-        return { ...(toJob(row) as LockedJob), ...(read ? { read } : {}) };
+        return read ? Object.assign(job, { read }) : job;
       });
-    const first = rows[0];
+    const first = rows.find((row) => row.passed_endpoints !== null);
     return {
       jobs,
-      drained: (first?.scanned ?? 0) < scan,
+      drained: (rows[0]?.scanned ?? 0) < scan,
       passedOver: { endpoints: first?.passed_endpoints ?? [], clients: first?.passed_clients ?? [] },
     };
   }
