@@ -222,9 +222,15 @@ export class DeliveryWorker {
    * attempt uses them instead of reading both again (they are what the read
    * would answer a moment later). Kept for EXPECTED_MAX_AGE_MS, as long as a
    * job locked ahead is handed out; one that waits longer is read again.
+   * `readAt`: when what is given was read (its age counts from then).
    */
-  expect(notification: Notification, subscription: Subscription): void {
-    remember(this.#expected, notification.id, { notification, subscription, at: Date.now() }, EXPECTED_LIMIT);
+  expect(notification: Notification, subscription: Subscription, readAt = Date.now()): void {
+    remember(this.#expected, notification.id, { notification, subscription, at: readAt }, EXPECTED_LIMIT);
+  }
+
+  /** A read kept for this notification is stale (its job was just read again, and found no subscription): its next attempt reads. */
+  unexpect(notificationId: string): void {
+    this.#expected.delete(notificationId);
   }
 
   #takeExpected(notificationId: string): { notification: Notification; subscription: Subscription } | undefined {

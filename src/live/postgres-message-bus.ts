@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { Coalescer } from "../coalescer.js";
+import { isDataError } from "../store/postgres/rows.js";
 import { type MessageBus, TOPICS } from "./message-bus.js";
 
 const RECONNECT_MIN_MS = 200;
@@ -27,10 +28,16 @@ export class PostgresMessageBus implements MessageBus {
    * them (two statements on two of the pool's connections may commit in
    * either order).
    */
-  readonly #sends = new Coalescer<{ topic: string; payload: string }, void>(async (messages) => {
-    await this.pool.query(SEND, [messages.map((message) => message.topic), messages.map((message) => message.payload)]);
-    return messages.map(() => undefined);
-  });
+  readonly #sends = new Coalescer<{ topic: string; payload: string }, void>(
+    async (messages) => {
+      // Messages still queued when the bus stopped go nowhere: the pool is closing.
+      if (this.#stopped) return messages.map(() => undefined);
+      await this.pool.query(SEND, [messages.map((message) => message.topic), messages.map((message) => message.payload)]);
+      return messages.map(() => undefined);
+    },
+    // One message PostgreSQL refuses (a payload of 8000 bytes or more) fails alone, not the others sent with it.
+    { splitOn: isDataError },
+  );
 
   constructor(
     private readonly pool: pg.Pool,

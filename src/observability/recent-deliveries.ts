@@ -1,8 +1,14 @@
 import type { DeliveryEvent, DeliveryObserver } from "../domain/delivery-events.js";
 
 const MINUTE_MS = 60_000;
-/** The endpoints one minute keeps; past that a minute's new URLs are not timed (a bound on memory, not a sample). */
-const MAX_ENDPOINTS_PER_MINUTE = 5_000;
+/**
+ * The endpoints one minute keeps, each by at most URL_KEPT characters of its
+ * URL; past that a minute's new URLs are not timed, nor more disabled
+ * subscriptions listed (bounds on memory over the hour: about 15 MB at most).
+ */
+const MAX_ENDPOINTS_PER_MINUTE = 1_000;
+const URL_KEPT = 200;
+const MAX_DISABLED_PER_MINUTE = 100;
 const SLOWEST_SHOWN = 10;
 
 export interface EndpointLatency {
@@ -72,7 +78,7 @@ export class RecentDeliveries implements DeliveryObserver {
         if (!event.attempt.succeeded) minute.failedAttempts++;
         // An abandoned attempt sent nothing, so it timed no endpoint.
         if (!event.sent || !event.subscription) return;
-        const url = event.subscription.url || "(relay)";
+        const url = event.subscription.url.slice(0, URL_KEPT) || "(relay)";
         let timing = minute.endpoints.get(url);
         if (!timing) {
           if (minute.endpoints.size >= MAX_ENDPOINTS_PER_MINUTE) return;
@@ -87,7 +93,9 @@ export class RecentDeliveries implements DeliveryObserver {
       }
       case "subscription-disabled": {
         const { subscription } = event;
-        this.#minute(event.at.getTime()).disabled.push({
+        const { disabled } = this.#minute(event.at.getTime());
+        if (disabled.length >= MAX_DISABLED_PER_MINUTE) return;
+        disabled.push({
           subscriptionId: subscription.id,
           clientId: subscription.clientId,
           event: subscription.event,

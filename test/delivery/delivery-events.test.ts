@@ -95,3 +95,74 @@ test("the worker tells its observer of each attempt it starts and finishes, and 
   t.regex((disabled as { reason: string }).reason, /410 Gone/);
   for (const event of events) t.true(event.at instanceof Date);
 });
+
+test("a read handed to the worker is used only while fresh: an old one, or one taken back, is read again", async (t) => {
+  const created = await (pglite as NonNullable<typeof pglite>).create();
+  const config = loadConfig({ ...FAST_TEST_ENV, ...created.env });
+  const log = pino({ level: "silent" });
+  const opened = await openStore(config.store, log);
+  const receiver = await Receiver.start();
+  const sender = new HttpSender({ timeoutMs: 2000, maxResponseBytes: 100, allowPrivateTargets: true, userAgent: "test" });
+  t.teardown(async () => {
+    await sender.close();
+    await receiver.close();
+    await opened.close();
+    await created.cleanup();
+  });
+  const sealer = new KeySealer(config.signingMasterKey as Buffer);
+  const client = await opened.store.clients.ensureWithKey("reads", newId("cli"));
+  const keys = await generateSigningKeyPair(2048);
+  const at = new Date();
+  const subscriptionId = newId("sub");
+  const subscription: Subscription = {
+    id: subscriptionId,
+    clientId: client.id,
+    event: "Order.Created",
+    url: receiver.url,
+    description: "",
+    enabled: true,
+    signatureScheme: "RSA_SHA256",
+    publicKeyPem: keys.publicKeyPem,
+    privateKeyPem: sealer.seal(keys.privateKeyPem, subscriptionId),
+    createdAt: at,
+    updatedAt: at,
+  };
+  const notification = (): Notification => ({
+    id: newId("ntf"),
+    subscriptionId,
+    clientId: client.id,
+    event: "Order.Created",
+    body: "{}",
+    status: "pending",
+    attemptCount: 0,
+    createdAt: at,
+    updatedAt: at,
+  });
+  const worker = new DeliveryWorker({
+    store: opened.store,
+    sender,
+    relay: new RelaySender({ timeoutMs: 2000, maxResponseBytes: 100, announce: () => {} }),
+    retryPolicy: config.retryPolicy,
+    sealer,
+    observer: { observe: () => {} },
+    log,
+    shutdown: new AbortController().signal,
+  });
+  await opened.store.subscriptions.insert(subscription);
+  const [fresh, old, takenBack] = [notification(), notification(), notification()];
+  const jobs = createJobStore(opened.database, { owner: "reads", lockLifetimeMs: 30_000 });
+  await jobs.prepare();
+  const deliveries = [fresh, old, takenBack].map((n) => ({ notification: n, endpoint: endpointOf(client.id, receiver.url) }));
+  await jobs.insert(deliveries, (all) => all.map(() => false));
+  // Disabled in the store: only a kept read (saying enabled) can still send to it.
+  await opened.store.subscriptions.disable(subscriptionId, "paused for the test", new Date());
+  worker.expect(fresh, subscription);
+  worker.expect(old, subscription, Date.now() - 3_000);
+  worker.expect(takenBack, subscription);
+  worker.unexpect(takenBack.id);
+  await worker.attemptNext(old.id);
+  await worker.attemptNext(takenBack.id);
+  t.is(receiver.requests.length, 0, "an old read and one taken back are read again: disabled, no request");
+  await worker.attemptNext(fresh.id);
+  t.is(receiver.requests.length, 1, "a fresh read is used as it is");
+});

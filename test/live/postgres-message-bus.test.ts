@@ -51,4 +51,41 @@ if (!postgres) {
     t.deepEqual(heard, sent);
     t.deepEqual(errors, []);
   });
+
+  test("a message PostgreSQL refuses (8000 bytes or more) is lost alone, not with the others sent beside it", async (t) => {
+    const store = await postgres.create();
+    const pools = [0, 1].map(() => new pg.Pool({ connectionString: store.env.DATABASE_URL, max: 4 }));
+    const ends = pools.map(trackConnections);
+    const errors: unknown[] = [];
+    const [sender, listener] = pools.map((pool) => new PostgresMessageBus(pool, (error) => errors.push(error))) as [
+      PostgresMessageBus,
+      PostgresMessageBus,
+    ];
+    t.teardown(async () => {
+      await sender.stop();
+      await listener.stop();
+      await Promise.all(ends.map((end) => end()));
+      await store.cleanup();
+    });
+    const heard: string[] = [];
+    let bothHeard: () => void = () => {};
+    const done = new Promise<void>((resolve) => (bothHeard = resolve));
+    await listener.start(
+      (topic, payload) => {
+        if (topic !== TOPICS.activity) return;
+        heard.push(payload);
+        if (heard.length === 2) bothHeard();
+      },
+      () => {},
+    );
+    await sender.start(
+      () => {},
+      () => {},
+    );
+    await Promise.all(["before", "é".repeat(4096), "after"].map((payload) => sender.send(TOPICS.activity, payload)));
+    await done;
+    t.deepEqual(heard, ["before", "after"]);
+    t.is(errors.length, 1);
+    t.regex(String(errors[0]), /payload string too long/);
+  });
 }

@@ -1,3 +1,4 @@
+import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import test from "ava";
 import pg from "pg";
 import { trackConnections } from "../../src/store/postgres/closing-pool.js";
@@ -39,6 +40,40 @@ if (!postgres) {
     } finally {
       await admin.end();
     }
+  });
+
+  test("a tracked pool's end gives up waiting on a server that went silent", async (t) => {
+    const store = await postgres.create();
+    t.teardown(() => store.cleanup());
+    const target = new URL(store.env.DATABASE_URL as string);
+    // A proxy that forwards until frozen, then neither forwards nor closes: a network partition.
+    let frozen = false;
+    const sockets: Socket[] = [];
+    const proxy = createServer({ allowHalfOpen: true }, (inbound) => {
+      const outbound = connect(Number(target.port), target.hostname);
+      sockets.push(inbound, outbound);
+      inbound.on("data", (chunk) => frozen || outbound.write(chunk));
+      outbound.on("data", (chunk) => frozen || inbound.write(chunk));
+      inbound.on("end", () => frozen || outbound.end());
+      outbound.on("end", () => frozen || inbound.end());
+      for (const socket of [inbound, outbound]) socket.on("error", () => {});
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    t.teardown(() => {
+      for (const socket of sockets) socket.destroy();
+      proxy.close();
+    });
+    const url = new URL(target);
+    url.host = `127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
+    pool.on("error", () => {});
+    const end = trackConnections(pool, 300);
+    const client = await pool.connect();
+    await client.query("SELECT 1");
+    client.release();
+    frozen = true;
+    await end();
+    t.true(pool.ended);
   });
 
   test("a pool that never connected ends at once", async (t) => {

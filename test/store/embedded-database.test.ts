@@ -30,15 +30,18 @@ test.serial("a new embedded database is made whole, keeps what is written, and r
   }
 });
 
-test.serial("an empty directory where the database goes gives way to a new one", async (t) => {
+test.serial("an empty directory where the database goes gives way to a new one; an interrupted creation's leftovers go", async (t) => {
   const dir = await dataDir(t);
   await mkdir(join(dir, "pglite"));
+  await mkdir(join(dir, "pglite.new-12345"));
+  await writeFile(join(dir, "pglite.new-12345", "PG_VERSION"), "17");
   const db = await openEmbeddedDatabase(join(dir, "pglite"));
   try {
     t.deepEqual((await db.query("SELECT 1 AS one")).rows, [{ one: 1 }]);
   } finally {
     await db.close();
   }
+  t.deepEqual(await readdir(dir), ["pglite"]);
 });
 
 test.serial("a directory holding files but no database is refused with what to do, and left as it was", async (t) => {

@@ -268,7 +268,11 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
     return {
       lockDue: async (request) => {
         const batch = await store.lockDue(request);
-        for (const { read } of batch.jobs) if (read?.subscription) this.options.worker.expect(read.notification, read.subscription);
+        for (const job of batch.jobs) {
+          // The read is as old as the lock (taken as the statement began), not as its answer.
+          if (job.read?.subscription) this.options.worker.expect(job.read.notification, job.read.subscription, job.lockedAt.getTime());
+          else this.options.worker.unexpect(job.id);
+        }
         return batch;
       },
       unlock: (jobs) => store.unlock(jobs),

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, rename, rm, rmdir } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { PGlite } from "@electric-sql/pglite";
 
@@ -36,9 +36,14 @@ export async function openEmbeddedDatabase(directory: string): Promise<PGlite> {
 }
 
 async function createInChildProcess(directory: string): Promise<void> {
-  await mkdir(dirname(directory), { recursive: true });
+  const parent = dirname(directory);
+  await mkdir(parent, { recursive: true });
+  // What an earlier, interrupted creation left (this process holds the data directory's lock).
+  const unfinished = `${basename(directory)}.new-`;
+  for (const name of await readdir(parent)) {
+    if (name.startsWith(unfinished)) await rm(join(parent, name), { recursive: true, force: true });
+  }
   const making = `${directory}.new-${process.pid}`;
-  await rm(making, { recursive: true, force: true });
   const script = `const { PGlite } = await import(${JSON.stringify(import.meta.resolve("@electric-sql/pglite"))});
     const db = await PGlite.create(${JSON.stringify(making)});
     await db.close();`;
@@ -46,9 +51,9 @@ async function createInChildProcess(directory: string): Promise<void> {
     await execFileAsync(process.execPath, ["--input-type=module", "-e", script], { maxBuffer: 16 * 1024 * 1024 });
   } catch (error) {
     await rm(making, { recursive: true, force: true });
-    throw new Error(
-      `creating the embedded database in ${directory} failed: ${(error as { stderr?: string }).stderr || (error as Error).message}`,
-    );
+    const { stderr, signal } = error as { stderr?: string; signal?: string };
+    const why = signal ? `the process making it was killed (${signal})` : stderr?.trim() || (error as Error).message;
+    throw new Error(`creating the embedded database in ${directory} failed: ${why}`);
   }
   // An empty directory (an older version made it before its database) gives way.
   await rmdir(directory).catch((error: NodeJS.ErrnoException) => {
