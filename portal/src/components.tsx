@@ -71,6 +71,51 @@ export function Section({ title, children, id }: { title: string; children: Comp
   );
 }
 
+/** Pages of a list read by page token: the token of the page shown, and the way back to the earlier ones. */
+export interface Pages {
+  token: string;
+  canGoBack: boolean;
+  back(): void;
+  forward(next: string): void;
+  /** Back to the first page (the list's filter changed). */
+  reset(): void;
+}
+
+export function usePages(): Pages {
+  const [token, setToken] = useState("");
+  const [previous, setPrevious] = useState<string[]>([]);
+  return {
+    token,
+    canGoBack: previous.length > 0,
+    back: () => {
+      setToken(previous.at(-1) ?? "");
+      setPrevious(previous.slice(0, -1));
+    },
+    forward: (next) => {
+      setPrevious([...previous, token]);
+      setToken(next);
+    },
+    reset: () => {
+      setToken("");
+      setPrevious([]);
+    },
+  };
+}
+
+/** Buttons to the page before and the page after (`next`: the token the list answered, empty on its last page). */
+export function Pager({ pages, next, labels }: { pages: Pages; next: string | undefined; labels: [back: string, forward: string] }) {
+  return (
+    <div class="pager">
+      <button type="button" disabled={!pages.canGoBack} onClick={pages.back}>
+        {labels[0]}
+      </button>
+      <button type="button" disabled={!next} onClick={() => pages.forward(next ?? "")}>
+        {labels[1]}
+      </button>
+    </div>
+  );
+}
+
 /** A value loaded from the API, its error, and a way to load it again. */
 export function useLoad<T>(
   load: () => Promise<T>,

@@ -2,7 +2,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useState } from "preact/hooks";
 import { type Notification, NotificationStatus } from "../../../src/gen/webhooks/v1/delivery_service_pb.js";
 import { deliveries } from "../api.js";
-import { ErrorText, JsonBlock, Section, useAction, useLoad } from "../components.js";
+import { ErrorText, JsonBlock, Pager, Section, useAction, useLoad, usePages } from "../components.js";
 import { formatTime, prettyJson } from "../format.js";
 
 const PAGE_SIZE = 10;
@@ -107,13 +107,12 @@ function RecoverFailed({ subscriptionId, onRecovered }: { subscriptionId: string
 /** The subscription's notifications, newest first; `refresh` changes when the live view saw something. */
 export function DeliveryLog({ subscriptionId, refresh }: { subscriptionId: string; refresh: number }) {
   const [status, setStatus] = useState(NotificationStatus.UNSPECIFIED);
-  const [pageToken, setPageToken] = useState("");
-  const [previous, setPrevious] = useState<string[]>([]);
+  const pages = usePages();
   const [open, setOpen] = useState<Set<string>>(new Set());
   const [reloads, setReloads] = useState(0);
   const log = useLoad(
-    () => deliveries.listNotifications({ subscriptionId, status, pageSize: PAGE_SIZE, pageToken }),
-    [subscriptionId, status, pageToken, refresh, reloads],
+    () => deliveries.listNotifications({ subscriptionId, status, pageSize: PAGE_SIZE, pageToken: pages.token }),
+    [subscriptionId, status, pages.token, refresh, reloads],
   );
   const toggle = (id: string) => {
     const next = new Set(open);
@@ -129,8 +128,7 @@ export function DeliveryLog({ subscriptionId, refresh }: { subscriptionId: strin
           value={String(status)}
           onChange={(changed) => {
             setStatus(Number(changed.currentTarget.value) as NotificationStatus);
-            setPageToken("");
-            setPrevious([]);
+            pages.reset();
           }}
         >
           <option value={String(NotificationStatus.UNSPECIFIED)}>All</option>
@@ -162,28 +160,7 @@ export function DeliveryLog({ subscriptionId, refresh }: { subscriptionId: strin
           </li>
         ))}
       </ul>
-      <div class="pager">
-        <button
-          type="button"
-          disabled={previous.length === 0}
-          onClick={() => {
-            setPageToken(previous.at(-1) ?? "");
-            setPrevious(previous.slice(0, -1));
-          }}
-        >
-          Newer
-        </button>
-        <button
-          type="button"
-          disabled={!log.value?.nextPageToken}
-          onClick={() => {
-            setPrevious([...previous, pageToken]);
-            setPageToken(log.value?.nextPageToken ?? "");
-          }}
-        >
-          Older
-        </button>
-      </div>
+      <Pager pages={pages} next={log.value?.nextPageToken} labels={["Newer", "Older"]} />
       <RecoverFailed subscriptionId={subscriptionId} onRecovered={() => setReloads((n) => n + 1)} />
     </Section>
   );

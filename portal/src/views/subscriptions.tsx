@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { subscriptions } from "../api.js";
-import { ErrorText, Section, useAction, useLoad } from "../components.js";
+import { ErrorText, Pager, Section, useAction, useLoad, usePages } from "../components.js";
 import { formatTime } from "../format.js";
 import { href, navigate } from "../router.js";
 
@@ -59,9 +59,8 @@ function CreateSubscription({ onCreated }: { onCreated: () => void }) {
 }
 
 export function SubscriptionsView() {
-  const [pageToken, setPageToken] = useState("");
-  const [previous, setPrevious] = useState<string[]>([]);
-  const list = useLoad(() => subscriptions.listSubscriptions({ pageSize: 20, pageToken }), [pageToken]);
+  const pages = usePages();
+  const list = useLoad(() => subscriptions.listSubscriptions({ pageSize: 20, pageToken: pages.token }), [pages.token]);
   return (
     <>
       <h1>Subscriptions</h1>
@@ -98,28 +97,7 @@ export function SubscriptionsView() {
             </tbody>
           </table>
         </div>
-        <div class="pager">
-          <button
-            type="button"
-            disabled={previous.length === 0}
-            onClick={() => {
-              setPageToken(previous.at(-1) ?? "");
-              setPrevious(previous.slice(0, -1));
-            }}
-          >
-            Previous page
-          </button>
-          <button
-            type="button"
-            disabled={!list.value?.nextPageToken}
-            onClick={() => {
-              setPrevious([...previous, pageToken]);
-              setPageToken(list.value?.nextPageToken ?? "");
-            }}
-          >
-            Next page
-          </button>
-        </div>
+        <Pager pages={pages} next={list.value?.nextPageToken} labels={["Previous page", "Next page"]} />
       </Section>
       <CreateSubscription onCreated={list.reload} />
     </>
