@@ -5,11 +5,12 @@ import { hashApiKey } from "../../src/domain/api-keys.js";
 import { newId } from "../../src/domain/ids.js";
 import { KeySealer } from "../../src/domain/key-sealing.js";
 import { buildNotificationBody } from "../../src/domain/notification-body.js";
-import { generateSigningKeyPair, verifyBody } from "../../src/domain/signature.js";
+import { verifyBody } from "../../src/domain/signature.js";
 import { openStore } from "../../src/store/open-store.js";
 import { Receiver } from "../helpers/receiver.js";
 import { FAST_TEST_ENV, rest, startTestService } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
+import { signedSubscription } from "../helpers/subscriptions.js";
 
 for (const target of storeTargets()) {
   test.serial(`${target.name}: a scheduled retry survives a stop and start and is delivered after it`, async (t) => {
@@ -61,30 +62,16 @@ for (const target of storeTargets()) {
       const opened = await openStore(config.store, pino({ level: "silent" }));
       if (opened.database.kind !== "postgres") return t.fail("a SQL target");
       const client = await opened.store.clients.ensureWithKey("orphans", hashApiKey("orphan-key-0123456789"));
-      const keys = await generateSigningKeyPair(2048);
-      const now = new Date();
-      const subscriptionId = newId("sub");
       const sealer = new KeySealer(config.signingMasterKey as Buffer);
-      await opened.store.subscriptions.insert({
-        id: subscriptionId,
-        clientId: client.id,
-        event: "Order.Created",
-        url: receiver.url,
-        description: "",
-        enabled: true,
-        signatureScheme: "RSA_SHA256",
-        publicKeyPem: keys.publicKeyPem,
-        privateKeyPem: sealer.seal(keys.privateKeyPem, subscriptionId),
-        createdAt: now,
-        updatedAt: now,
-      });
+      const subscription = await signedSubscription(sealer, client.id, receiver.url);
+      await opened.store.subscriptions.insert(subscription);
       const acceptedAt = new Date(Date.now() - 120_000);
       const notificationId = newId("ntf");
       const body = buildNotificationBody("Order.Created", { OrderId: "ord_lost" }, acceptedAt);
       await opened.database.api.query(
         `INSERT INTO wh_notifications (id, subscription_id, client_id, event, body, status, attempt_count, scheduled, created_at, updated_at)
          VALUES ($1, $2, $3, 'Order.Created', $4, 'pending', 0, false, $5, $5)`,
-        [notificationId, subscriptionId, client.id, body, acceptedAt],
+        [notificationId, subscription.id, client.id, body, acceptedAt],
       );
       await opened.close();
 
@@ -93,6 +80,6 @@ for (const target of storeTargets()) {
       const [delivery] = await receiver.waitFor(1);
       t.is(delivery?.headers["x-jobid"], notificationId);
       t.is(delivery?.body, body);
-      t.true(verifyBody(body, delivery?.headers["x-signature"] as string, keys.publicKeyPem));
+      t.true(verifyBody(body, delivery?.headers["x-signature"] as string, subscription.publicKeyPem));
     });
 }
