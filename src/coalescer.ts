@@ -10,8 +10,8 @@
  *
  * `run` answers the inputs in order. If a batch of several fails with an
  * error `splitOn` accepts (bad data, not a lost connection, where a retry
- * could repeat a write that happened), each input is tried alone, so one bad
- * row fails only its own call.
+ * could repeat a write that happened), each input is tried alone, in order,
+ * one after another, so one bad row fails only its own call.
  */
 const DEFAULT_MAX_BATCH = 256;
 
@@ -58,7 +58,8 @@ export class Coalescer<I, O> {
           for (const call of batch) call.reject(error);
           return;
         }
-        await Promise.all(batch.map((call) => run([call.input]).then((outputs) => call.resolve(outputs[0] as O), call.reject)));
+        // One after another, as they came: a caller that relies on its inputs' order (the live feed's messages) keeps it.
+        for (const call of batch) await run([call.input]).then((outputs) => call.resolve(outputs[0] as O), call.reject);
       },
     );
     void settled.finally(() => {

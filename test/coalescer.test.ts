@@ -46,6 +46,28 @@ test("when a shared run fails with bad data, each input is tried alone: only the
   t.deepEqual(runs, [["a", "bad", "c"], ["a"], ["bad"], ["c"]]);
 });
 
+test("after a shared run fails with bad data, the inputs tried alone run one after another, in order", async (t) => {
+  const finished: string[] = [];
+  let running = 0;
+  let overlapped = false;
+  const slow = new Coalescer(
+    async (inputs: string[]) => {
+      if (inputs.includes("bad") && inputs.length > 1) throw new Error("bad input");
+      running++;
+      overlapped ||= running > 1;
+      // The first takes longest: run side by side, the others would finish before it.
+      await new Promise((resolve) => setTimeout(resolve, inputs[0] === "a" ? 30 : 1));
+      running--;
+      finished.push(...inputs);
+      return inputs;
+    },
+    { splitOn: (error) => (error as Error).message === "bad input" },
+  );
+  await Promise.allSettled(["a", "bad", "c"].map((s) => slow.call(s)));
+  t.false(overlapped);
+  t.deepEqual(finished, ["a", "bad", "c"]);
+});
+
 test("any other failure fails the whole batch once, without retries that could repeat a write", async (t) => {
   let runs = 0;
   const flaky = new Coalescer(async (inputs: number[]) => {
