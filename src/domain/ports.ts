@@ -79,10 +79,16 @@ export interface NotificationQuery {
 }
 
 /** Notifications as stored; they are created through the DeliveryQueue, which queues them in the same write. */
+/** What an attempt reads: the notification and its subscription (absent once deleted). */
+export interface DeliveryRead {
+  notification: Notification;
+  subscription?: Subscription;
+}
+
 export interface NotificationStore {
   get(id: string): Promise<Notification | undefined>;
   /** What an attempt needs, in one read: the notification and its subscription (absent once deleted). */
-  getForDelivery(id: string): Promise<{ notification: Notification; subscription?: Subscription } | undefined>;
+  getForDelivery(id: string): Promise<DeliveryRead | undefined>;
   list(query: NotificationQuery): Promise<Notification[]>;
   /** Failed notifications of a subscription created at or after `since`, oldest first. */
   listFailedSince(subscriptionId: string, since: Date, limit: number): Promise<Notification[]>;

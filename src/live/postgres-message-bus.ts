@@ -4,12 +4,12 @@ import { isDataError } from "../store/postgres/rows.js";
 import { type MessageBus, TOPICS } from "./message-bus.js";
 
 const RECONNECT_MIN_MS = 200;
+const RECONNECT_MAX_MS = 5_000;
 /** Messages in the order given: PostgreSQL delivers one transaction's notifications in the order they were made. */
 const SEND = `
   SELECT pg_notify(m.topic, m.payload)
   FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m (topic, payload, n)
   ORDER BY m.n`;
-const RECONNECT_MAX_MS = 5_000;
 
 /**
  * LISTEN/NOTIFY on one held connection of `pool`, replaced with backoff when

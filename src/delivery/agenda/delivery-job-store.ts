@@ -1,4 +1,5 @@
-import type { Notification, Subscription } from "../../domain/model.js";
+import type { Notification } from "../../domain/model.js";
+import type { DeliveryRead } from "../../domain/ports.js";
 import type { FeedJob, JobSource } from "../job-source.js";
 
 /**
@@ -33,8 +34,7 @@ export interface StoredJob {
  * its attempt reads (its notification and subscription) where the store
  * could read it in the same statement.
  */
-export type LockedJob = StoredJob &
-  FeedJob & { lockedAt: Date; readonly read?: { notification: Notification; subscription?: Subscription } };
+export type LockedJob = StoredJob & FeedJob & { lockedAt: Date; readonly read?: DeliveryRead };
 
 /**
  * What a run of a job writes as it ends with a next run due (a retry, or

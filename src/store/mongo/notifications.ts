@@ -1,6 +1,6 @@
 import type { Collection, Filter } from "mongodb";
-import type { DeliveryAttempt, Notification, NotificationStatus, Subscription } from "../../domain/model.js";
-import type { NotificationQuery, NotificationStore, SubscriptionStore } from "../../domain/ports.js";
+import type { DeliveryAttempt, Notification, NotificationStatus } from "../../domain/model.js";
+import type { DeliveryRead, NotificationQuery, NotificationStore, SubscriptionStore } from "../../domain/ports.js";
 import { type AttemptDoc, checkCursor, checkLimit, isString, type NotificationDoc, nextAttemptSeq, optional } from "./documents.js";
 
 // Field by field, so the `scheduled` flag and the job (see delivery/agenda/mongo-job-store.ts) stay inside
@@ -43,7 +43,7 @@ export class MongoNotificationStore implements NotificationStore {
     return doc ? toNotification(doc) : undefined;
   }
 
-  async getForDelivery(id: string): Promise<{ notification: Notification; subscription?: Subscription } | undefined> {
+  async getForDelivery(id: string): Promise<DeliveryRead | undefined> {
     const notification = await this.get(id);
     if (!notification) return undefined;
     const subscription = await this.subscriptions.get(notification.subscriptionId);

@@ -1,6 +1,6 @@
 import { Coalescer } from "../../coalescer.js";
-import type { DeliveryAttempt, Notification, NotificationStatus, Subscription } from "../../domain/model.js";
-import type { NotificationQuery, NotificationStore } from "../../domain/ports.js";
+import type { DeliveryAttempt, Notification, NotificationStatus } from "../../domain/model.js";
+import type { DeliveryRead, NotificationQuery, NotificationStore } from "../../domain/ports.js";
 import { isDataError, optional } from "./rows.js";
 import type { SqlPool } from "./sql-pool.js";
 import { SUBSCRIPTION_COLUMNS, type SubscriptionRow, toSubscription } from "./subscriptions.js";
@@ -79,10 +79,9 @@ export const FOR_DELIVERY_COLUMNS = [
 export type ForDeliveryRow = { [K in keyof NotificationRow as `n_${K}`]: NotificationRow[K] | null } & {
   [K in keyof SubscriptionRow as `s_${K}`]: SubscriptionRow[K] | null;
 };
-export type ForDelivery = { notification: Notification; subscription?: Subscription };
 
 /** The read in a FOR_DELIVERY_COLUMNS row; undefined where the join found no notification. */
-export function forDeliveryOf(row: ForDeliveryRow): ForDelivery | undefined {
+export function forDeliveryOf(row: ForDeliveryRow): DeliveryRead | undefined {
   if (row.n_id === null) return undefined;
   const notification = toNotification(unprefixed<NotificationRow>(row, "n_", NOTIFICATION_COLUMNS));
   if (row.s_id === null) return { notification };
@@ -167,7 +166,7 @@ function recordParameters(records: RecordedAttempt[]): unknown[] {
 
 export class PostgresNotificationStore implements NotificationStore {
   /** Deliveries running side by side read and record through shared statements. */
-  readonly #deliveryReads = new Coalescer<string, ForDelivery | undefined>(
+  readonly #deliveryReads = new Coalescer<string, DeliveryRead | undefined>(
     async (ids) => {
       const { rows } = await this.pool.query<ForDeliveryRow>({ name: "wh-read-for-delivery", text: READ_FOR_DELIVERY, values: [ids] });
       const byId = new Map(rows.map((row) => [row.n_id, forDeliveryOf(row)]));
@@ -190,7 +189,7 @@ export class PostgresNotificationStore implements NotificationStore {
     return rows[0] && toNotification(rows[0]);
   }
 
-  getForDelivery(id: string): Promise<ForDelivery | undefined> {
+  getForDelivery(id: string): Promise<DeliveryRead | undefined> {
     return this.#deliveryReads.call(id);
   }
 
