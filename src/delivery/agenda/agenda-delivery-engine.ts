@@ -14,6 +14,7 @@ import { JobFeed } from "../job-feed.js";
 import type { JobSource } from "../job-source.js";
 import { DELIVER_JOB, type DeliverJobData, DeliveryJobRepository } from "./delivery-job-repository.js";
 import type { DeliveryJobStore, JobCounts, LockedJob, NewDelivery } from "./delivery-job-store.js";
+import { patchJobProcessorOf } from "./job-processor-patch.js";
 import { WakeChannel } from "./wake-channel.js";
 
 export interface DeliveryEngineOptions {
@@ -148,6 +149,7 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
       defaultLockLifetime: options.lockLifetimeMs,
       removeOnComplete: true,
     });
+    patchJobProcessorOf(this.#agenda);
     this.#agenda.on("error", (err) => log.error({ err }, "scheduler error"));
     // "complete" fires once Agenda saved the job's state: only then may the store close.
     this.#agenda.on(`start:${DELIVER_JOB}`, () => this.#running++);
