@@ -1,7 +1,8 @@
 import { lookup as dnsLookup } from "node:dns";
+import type { IncomingHttpHeaders } from "node:http";
 import type { LookupFunction } from "node:net";
 import { isIP } from "node:net";
-import { Agent, errors as undiciErrors } from "undici";
+import { Agent, type Dispatcher, errors as undiciErrors } from "undici";
 import { ForbiddenTargetError } from "../domain/errors.js";
 import { isPublicAddress } from "../domain/ip-address.js";
 import { assertPublicHost } from "../domain/target-url.js";
@@ -87,38 +88,38 @@ export class HttpSender {
   async send(request: SendRequest): Promise<SendResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
-    // One controller for the timeout and the shutdown: AbortSignal.timeout and
-    // AbortSignal.any cost more than the rest of a request's bookkeeping.
-    const abort = new AbortController();
+    if (request.signal.aborted) return { durationMs: 0, error: "interrupted by shutdown", interrupted: true };
+    const exchange = new Exchange(this.options.maxResponseBytes);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      abort.abort();
+      exchange.abort(new Error("timeout"));
     }, this.options.timeoutMs);
-    const onShutdown = () => abort.abort();
+    const onShutdown = () => exchange.abort(new Error("shutdown"));
     request.signal.addEventListener("abort", onShutdown, { once: true });
     try {
-      if (request.signal.aborted) abort.abort();
       const target = new URL(request.url);
       // Literal IPs never reach the lookup hook, so they are checked here.
       if (!this.options.allowPrivateTargets && isIP(target.hostname.replace(/^\[|\]$/g, ""))) assertPublicHost(target.hostname);
-      const response = await this.#agent.request({
-        origin: target.origin,
-        path: `${target.pathname}${target.search}`,
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "user-agent": this.options.userAgent,
-          ...request.headers,
+      this.#agent.dispatch(
+        {
+          origin: target.origin,
+          path: `${target.pathname}${target.search}`,
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            "user-agent": this.options.userAgent,
+            ...request.headers,
+          },
+          body: request.body,
         },
-        body: request.body,
-        signal: abort.signal,
-      });
-      const responseBody = await readCapped(response.body, this.options.maxResponseBytes);
+        exchange,
+      );
+      const response = await exchange.response;
       return {
         durationMs: elapsed(),
         statusCode: response.statusCode,
-        responseBody,
+        responseBody: response.body,
         retryAfterMs: parseRetryAfter(response.headers["retry-after"]),
         interrupted: false,
       };
@@ -136,19 +137,88 @@ export class HttpSender {
   }
 }
 
-async function readCapped(body: AsyncIterable<Uint8Array> & { destroy(): void }, maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    chunks.push(Buffer.from(chunk));
-    size += chunk.byteLength;
-    if (size >= maxBytes) {
+interface Response {
+  statusCode: number;
+  headers: IncomingHttpHeaders;
+  /** The first maxBytes of the body, as UTF-8. */
+  body: string;
+}
+
+/**
+ * One request's handler on undici's dispatch interface: the answer is
+ * gathered as it arrives, with no response stream, async iterator or
+ * AbortController per request (about a third of a request's CPU through
+ * `request()`). A body past the cap is cut and its connection dropped.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  readonly response: Promise<Response>;
+  #resolve!: (response: Response) => void;
+  #reject!: (error: Error) => void;
+  #controller: Dispatcher.DispatchController | undefined;
+  /** An abort asked for before undici handed over the controller. */
+  #abortReason: Error | undefined;
+  #statusCode = 0;
+  #headers: IncomingHttpHeaders = {};
+  #chunks: Buffer[] = [];
+  #size = 0;
+  #settled = false;
+
+  constructor(private readonly maxBytes: number) {
+    this.response = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+  }
+
+  abort(reason: Error): void {
+    if (this.#settled) return;
+    if (this.#controller) this.#controller.abort(reason);
+    else this.#abortReason = reason;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#abortReason) controller.abort(this.#abortReason);
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    // 1xx informational answers come first; only the final one counts.
+    if (statusCode < 200) return;
+    this.#statusCode = statusCode;
+    this.#headers = headers;
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#settled) return;
+    this.#chunks.push(chunk);
+    this.#size += chunk.byteLength;
+    if (this.#size >= this.maxBytes) {
       // Keep the first bytes only; the rest of a huge answer is dropped with the connection.
-      body.destroy();
-      break;
+      this.#finish();
+      controller.abort(new Error("response body over the cap"));
     }
   }
-  return Buffer.concat(chunks).subarray(0, maxBytes).toString("utf8");
+
+  onResponseEnd(): void {
+    this.#finish();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#reject(error);
+  }
+
+  #finish(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    const body = this.#chunks.length === 1 ? (this.#chunks[0] as Buffer) : Buffer.concat(this.#chunks);
+    this.#resolve({
+      statusCode: this.#statusCode,
+      headers: this.#headers,
+      body: body.subarray(0, this.maxBytes).toString("utf8"),
+    });
+  }
 }
 
 const TIMEOUT_PREFIX = "timeout: ";
