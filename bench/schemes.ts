@@ -45,8 +45,8 @@ export interface SchemeFigures {
   store: string;
   scheme: string;
   deliveredPerSecond: number;
-  /** Of the mean of the ceilings measured before and after the store; NaN for the ceiling itself. */
-  shareOfCeilingPercent: number;
+  /** Of the mean of the scheme's ceilings measured before and after the store; absent for the ceiling itself. */
+  shareOfCeilingPercent?: number;
   /** Per delivered notification; a process not measured is absent (the ceiling has no service or database). */
   cpuPerNotificationMicros: { service?: number; database?: number; receiver?: number; machine: number };
 }
@@ -65,7 +65,6 @@ export function schemeTable(figures: readonly SchemeFigures[]): string {
         store: "machine",
         scheme,
         deliveredPerSecond: mean(ceilings.map((f) => f.deliveredPerSecond)),
-        shareOfCeilingPercent: Number.NaN,
         cpuPerNotificationMicros: { machine: mean(ceilings.map((f) => f.cpuPerNotificationMicros.machine)) },
       });
   }
@@ -82,7 +81,7 @@ export function schemeTable(figures: readonly SchemeFigures[]): string {
   ];
   const body = lines.map((f) => {
     const cpu = f.cpuPerNotificationMicros;
-    const share = Number.isFinite(f.shareOfCeilingPercent) ? `${fmt(f.shareOfCeilingPercent)} %` : "—";
+    const share = f.shareOfCeilingPercent === undefined ? "—" : `${fmt(f.shareOfCeilingPercent)} %`;
     return columns([
       f.store === "machine" ? "ceiling" : f.store,
       f.scheme,
