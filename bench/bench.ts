@@ -5,6 +5,9 @@
  * the machine's ceiling (a bare sign-and-POST loop to the same receiver).
  * The backlog scenario also times GET /metrics with the backlog pending;
  * BENCH_METRICS=off runs the service with metrics off, to compare.
+ * Throughput and the ceiling are measured again with Standard Webhooks'
+ * Ed25519 signatures (`a-ed25519`), and the two schemes' costs are shown
+ * side by side.
  * Ends with one line per target, met (✓) or not (✗); `--json` prints every
  * figure and verdict on stdout. Progress goes to stderr as it runs.
  */
@@ -18,13 +21,21 @@ import { dirname, join, resolve } from "node:path";
 import pg from "pg";
 import { Agent } from "undici";
 import { signBody } from "../src/domain/signature.js";
+import { generateEd25519KeyPair, standardWebhooksHeaders } from "../src/domain/standard-webhooks.js";
+import { SCHEMES, type Scheme, type SchemeFigures, schemeTable } from "./schemes.js";
 import { steadyRate, summarise } from "./stats.js";
 import { type Figure, summary, verdicts } from "./targets.js";
 
 const quick = process.argv.includes("--quick");
-/** `--only=a` runs the throughput scenario alone (for profiling); `b`, `c`, `d`, `e` or `f` another one. */
-const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
-const runs = (scenario: string) => only === undefined || only === scenario;
+/**
+ * `--only=a` runs the throughput scenario alone (for profiling); `a-ed25519` (the same with Ed25519
+ * subscriptions), `b`, `c`, `d`, `e` or `f` another one; `--only=a,a-ed25519` several.
+ */
+const only = process.argv
+  .find((a) => a.startsWith("--only="))
+  ?.slice(7)
+  .split(",");
+const runs = (scenario: string) => only === undefined || only.includes(scenario);
 const asJson = process.argv.includes("--json");
 /** `--store=postgres` runs one store only. */
 const onlyStore = process.argv.find((a) => a.startsWith("--store="))?.slice(8);
@@ -66,6 +77,8 @@ const SIZE = { ...SIZE_BASE, events: Number(process.env.BENCH_EVENTS ?? SIZE_BAS
 
 type Row = Figure & { note?: string };
 const rows: Row[] = [];
+/** Throughput and ceiling per signature scheme, for the side-by-side table. */
+const schemeFigures: SchemeFigures[] = [];
 const started = Date.now();
 /** One line on stderr per phase, so a long run is not silent. */
 const phase = (store: string, text: string) =>
@@ -142,16 +155,41 @@ interface ReceiverReport {
   requests: number;
 }
 
-/** The ceiling: sign and POST the same kind of body, no store, no scheduler. */
-async function ceiling(receiver: ChildProcess, receiverPort: number): Promise<{ rate: number; cpuMs: number }> {
+/** The headers of one delivery, signed as the service signs them in `scheme`, and the receiver's key for them. */
+async function ceilingSigner(
+  scheme: Scheme,
+): Promise<{ publicKey: string; sign: (body: string, jobId: string) => Promise<Record<string, string>> }> {
+  if (scheme.signatureScheme === "STANDARD_WEBHOOKS_ED25519") {
+    const { publicKey, privateKeyPem } = await generateEd25519KeyPair();
+    const key = createPrivateKey(privateKeyPem);
+    return {
+      publicKey,
+      // On the main thread, as the service signs Ed25519: it costs less than a trip to the thread pool.
+      sign: async (body, jobId) => ({
+        ...standardWebhooksHeaders([key], jobId, Math.floor(Date.now() / 1000), body),
+        "X-JobAttempt": "0",
+      }),
+    };
+  }
   const { publicKey, privateKey } = generateKeyPairSync("rsa", {
     modulusLength: 2048,
     publicKeyEncoding: { type: "spki", format: "pem" },
     privateKeyEncoding: { type: "pkcs8", format: "pem" },
   });
-  receiver.send({ type: "keys", keys: { ceiling: publicKey } });
-  receiver.send({ type: "reset" });
   const key = createPrivateKey(privateKey);
+  return {
+    publicKey,
+    // On the thread pool, as the service signs RSA.
+    sign: async (body, jobId) => ({ "X-Signature": await signBody(body, key), "X-JobId": jobId, "X-JobAttempt": "0" }),
+  };
+}
+
+/** The ceiling: sign (in `scheme`) and POST the same kind of body, no store, no scheduler. */
+async function ceiling(receiver: ChildProcess, receiverPort: number, scheme: Scheme): Promise<{ rate: number; cpuMs: number }> {
+  const signer = await ceilingSigner(scheme);
+  const path = scheme.ceilingPath;
+  receiver.send({ type: "keys", keys: { [path]: signer.publicKey } });
+  receiver.send({ type: "reset" });
   const agent = new Agent({ connections: 64 });
   const run = async (count: number) => {
     let next = 0;
@@ -161,15 +199,9 @@ async function ceiling(receiver: ChildProcess, receiverPort: number): Promise<{ 
         const body = JSON.stringify({ Event: "Bench.Tick", Timestamp: new Date().toISOString(), SentAt: Date.now(), Seq: seq });
         const response = await agent.request({
           origin: `http://127.0.0.1:${receiverPort}`,
-          path: "/s/ceiling",
+          path: `/s/${path}`,
           method: "POST",
-          headers: {
-            "content-type": "application/json",
-            // Signed as the service signs: on the thread pool.
-            "X-Signature": await signBody(body, key),
-            "X-JobId": `c${seq}`,
-            "X-JobAttempt": "0",
-          },
+          headers: { "content-type": "application/json", ...(await signer.sign(body, `c${seq}`)) },
           body,
         });
         await response.body.dump();
@@ -281,7 +313,12 @@ async function runStore(
     const created = await json(base, "POST", "/api/internal/clients", { name: "bench" }, ADMIN);
     const clientId = (created.client as { id: string }).id;
     const key = (created.apiKey as { key: string }).key;
-    const subscribe = async (event: string, count: number, tag: string, apiKey = key) => {
+    const subscribe = async (
+      event: string,
+      count: number,
+      tag: string,
+      { apiKey = key, signatureScheme = "RSA_SHA256" }: { apiKey?: string; signatureScheme?: Scheme["signatureScheme"] } = {},
+    ) => {
       await json(base, "POST", "/api/internal/eventTypes", { name: event, description: "benchmark" }, ADMIN);
       const ids: string[] = [];
       for (let i = 0; i < count; i++) {
@@ -290,7 +327,12 @@ async function runStore(
           base,
           "POST",
           "/api/webhookSubscription",
-          { event, url: `http://127.0.0.1:${receiverPort}/s/${path}` },
+          // The default is left out: an earlier build (BENCH_SERVICE) may not know the field.
+          {
+            event,
+            url: `http://127.0.0.1:${receiverPort}/s/${path}`,
+            ...(signatureScheme === "RSA_SHA256" ? {} : { signatureScheme }),
+          },
           apiKey,
         );
         receiver.send({ type: "keys", keys: { [path]: sub.signatureKey as string } });
@@ -346,22 +388,24 @@ async function runStore(
       };
     };
 
-    if (runs("a")) {
-      phase(store, `(a) throughput: ${SIZE.events} events × ${SIZE.fanOut} subscriptions, as fast as accepted`);
-      await subscribe("Bench.Throughput", SIZE.fanOut, "t");
+    /** (a) throughput with `scheme`'s subscriptions (its `scenario` names its figures). */
+    const throughput = async (scheme: Scheme) => {
+      const { scenario: name, event, tag } = scheme;
+      phase(store, `(${name}) throughput: ${SIZE.events} events × ${SIZE.fanOut} ${scheme.name} subscriptions, as fast as accepted`);
+      await subscribe(event, SIZE.fanOut, tag, { signatureScheme: scheme.signatureScheme });
       // Warm-up, as the ceiling's loop has one: the same publishes and deliveries, not counted,
       // so that (a) measures the service once its code is compiled, not V8 compiling it.
       receiver.send({ type: "reset" });
-      const warmup = await publish("Bench.Throughput", SIZE.warmupEvents, 0, 16);
-      await collect(warmup.notifications, 60_000, "t");
+      const warmup = await publish(event, SIZE.warmupEvents, 0, 16);
+      await collect(warmup.notifications, 60_000, tag);
       receiver.send({ type: "reset" });
       const publishStarted = Date.now();
       const cpuBefore = await machineBusyMs();
       const serviceCpuBefore = await processCpuMs(service.pid);
       const receiverCpuBefore = await processCpuMs(receiver.pid);
       const storeCpuBefore = await storeCpuMs();
-      const sent = await publish("Bench.Throughput", SIZE.events, 0, Number(process.env.BENCH_PUBLISHERS ?? 64));
-      const a = await collect(sent.notifications, 300_000, "t");
+      const sent = await publish(event, SIZE.events, 0, Number(process.env.BENCH_PUBLISHERS ?? 64));
+      const a = await collect(sent.notifications, 300_000, tag);
       const cpuPerNotification = ((await machineBusyMs()) - cpuBefore) / a.records.length;
       const serviceCpuPerNotification = ((await processCpuMs(service.pid)) - serviceCpuBefore) / a.records.length;
       const receiverCpuPerNotification = ((await processCpuMs(receiver.pid)) - receiverCpuBefore) / a.records.length;
@@ -373,21 +417,40 @@ async function runStore(
           sent.durationMs,
         );
       const delivered = steadyRate(a.records.map((r) => r.at));
-      report({ store, figure: "(a) delivered notifications/s (steady)", value: delivered, unit: "/s" });
+      report({ store, figure: `(${name}) delivered notifications/s (steady)`, value: delivered, unit: "/s" });
       report({
         store,
-        figure: "(a) accepted notifications/s (publish side)",
+        figure: `(${name}) accepted notifications/s (publish side)`,
         value: (sent.notifications * 1000) / sent.durationMs,
         unit: "/s",
       });
-      report({ store, figure: "(a) machine CPU per notification", value: cpuPerNotification * 1000, unit: "µs" });
-      report({ store, figure: "(a) service process CPU per notification", value: serviceCpuPerNotification * 1000, unit: "µs" });
+      report({ store, figure: `(${name}) machine CPU per notification`, value: cpuPerNotification * 1000, unit: "µs" });
+      report({ store, figure: `(${name}) service process CPU per notification`, value: serviceCpuPerNotification * 1000, unit: "µs" });
       if (Number.isFinite(storeCpuPerNotification))
-        report({ store, figure: "(a) database server CPU per notification", value: storeCpuPerNotification * 1000, unit: "µs" });
-      report({ store, figure: "(a) receiver CPU per notification", value: receiverCpuPerNotification * 1000, unit: "µs" });
-      report({ store, figure: "(a) lost / unsigned", value: sent.notifications - a.records.length + a.unsigned, unit: "", key: "lost" });
-      rows.push({ store, figure: "(a) delivered notifications", value: a.records.length, unit: "" });
-    }
+        report({ store, figure: `(${name}) database server CPU per notification`, value: storeCpuPerNotification * 1000, unit: "µs" });
+      report({ store, figure: `(${name}) receiver CPU per notification`, value: receiverCpuPerNotification * 1000, unit: "µs" });
+      report({
+        store,
+        figure: `(${name}) lost / unsigned`,
+        value: sent.notifications - a.records.length + a.unsigned,
+        unit: "",
+        key: "lost",
+      });
+      rows.push({ store, figure: `(${name}) delivered notifications`, value: a.records.length, unit: "" });
+      schemeFigures.push({
+        store,
+        scheme: scheme.name,
+        // Its share of the ceiling is added once the ceiling after this store is measured.
+        deliveredPerSecond: delivered,
+        cpuPerNotificationMicros: {
+          service: serviceCpuPerNotification * 1000,
+          ...(Number.isFinite(storeCpuPerNotification) ? { database: storeCpuPerNotification * 1000 } : {}),
+          receiver: receiverCpuPerNotification * 1000,
+          machine: cpuPerNotification * 1000,
+        },
+      });
+    };
+    for (const scheme of SCHEMES) if (runs(scheme.scenario)) await throughput(scheme);
     // BENCH_RATE overrides (b)'s and (f)'s offered rate (for diagnosis).
     const rate = Number(process.env.BENCH_RATE ?? 200);
     if (runs("b")) {
@@ -445,7 +508,7 @@ async function runStore(
       const alone = await latency("Bench.Fair", "f", rate);
       const noisy = await json(base, "POST", "/api/internal/clients", { name: "bench-hung" }, ADMIN);
       const noisyId = (noisy.client as { id: string }).id;
-      const hung = await subscribe("Bench.Hung", 10, "h", (noisy.apiKey as { key: string }).key);
+      const hung = await subscribe("Bench.Hung", 10, "h", { apiKey: (noisy.apiKey as { key: string }).key });
       receiver.send({ type: "hold", held: hung });
       const flood = await publish("Bench.Hung", 100, 0, 8, noisyId);
       const beside = await latency("Bench.Fair2", "g", rate);
@@ -528,13 +591,24 @@ async function main() {
   const receiverPort = receiver.ready.port as number;
   // The ceiling is measured before and after each store's run, and each ratio uses the mean of the
   // two: a shared machine's speed drifts by 10-20 % over minutes.
-  const measureCeiling = async (when: string) => {
-    const measured = await ceiling(receiver.process, receiverPort);
-    report({ store: "machine", figure: `ceiling: bare sign+POST loop (${when})`, value: measured.rate, unit: "/s" });
-    report({ store: "machine", figure: `ceiling: machine CPU per delivery (${when})`, value: measured.cpuMs * 1000, unit: "µs" });
+  // The RSA ceiling is measured on every run, as (a) and the targets use it; another scheme's only
+  // when its throughput scenario runs.
+  const ceilingSchemes = SCHEMES.filter((scheme) => scheme.signatureScheme === "RSA_SHA256" || runs(scheme.scenario));
+  const measureCeiling = async (scheme: Scheme, when: string) => {
+    const measured = await ceiling(receiver.process, receiverPort, scheme);
+    const label = scheme.signatureScheme === "RSA_SHA256" ? "ceiling" : `ceiling, ${scheme.name}`;
+    report({ store: "machine", figure: `${label}: bare sign+POST loop (${when})`, value: measured.rate, unit: "/s" });
+    report({ store: "machine", figure: `${label}: machine CPU per delivery (${when})`, value: measured.cpuMs * 1000, unit: "µs" });
+    schemeFigures.push({
+      store: "machine",
+      scheme: scheme.name,
+      deliveredPerSecond: measured.rate,
+      cpuPerNotificationMicros: { machine: measured.cpuMs * 1000 },
+    });
     return measured.rate;
   };
-  let bare = await measureCeiling("first");
+  const bare = new Map<Scheme, number>();
+  for (const scheme of ceilingSchemes) bare.set(scheme, await measureCeiling(scheme, "first"));
 
   const stores: Array<
     [
@@ -593,18 +667,23 @@ async function main() {
     const prepared = await prepare();
     try {
       await runStore(name, prepared.env, prepared.size, prepared.cpu, receiver.process, receiverPort);
-      const after = await measureCeiling(`after ${name}`);
-      const delivered = rows.find((r) => r.store === name && r.figure.startsWith("(a) delivered notifications/s"))?.value ?? Number.NaN;
-      const mean = (bare + after) / 2;
-      report({
-        store: name,
-        figure: "(a) service / ceiling (mean of before and after)",
-        value: (100 * delivered) / mean,
-        unit: "%",
-        key: "a.ratio",
-      });
-      rows.push({ store: name, figure: "(a) ratio to ceiling", value: delivered / mean, unit: "" });
-      bare = after;
+      for (const scheme of ceilingSchemes) {
+        const after = await measureCeiling(scheme, `after ${name}`);
+        const mean = ((bare.get(scheme) as number) + after) / 2;
+        bare.set(scheme, after);
+        const figures = schemeFigures.find((f) => f.store === name && f.scheme === scheme.name);
+        if (figures) figures.shareOfCeilingPercent = (100 * figures.deliveredPerSecond) / mean;
+        const delivered = figures?.deliveredPerSecond ?? Number.NaN;
+        // Only RSA's share has a target: the contract's scheme is what every subscription gets by default.
+        report({
+          store: name,
+          figure: `(${scheme.scenario}) service / ceiling (mean of before and after)`,
+          value: (100 * delivered) / mean,
+          unit: "%",
+          ...(scheme.signatureScheme === "RSA_SHA256" ? { key: "a.ratio" } : {}),
+        });
+        rows.push({ store: name, figure: `(${scheme.scenario}) ratio to ceiling`, value: delivered / mean, unit: "" });
+      }
     } finally {
       await prepared.done();
     }
@@ -622,7 +701,12 @@ async function main() {
     `\nTargets (${quick ? "quick run: too short to judge by" : "full run"}; ${machine.cpus} × ${machine.model}, Node ${machine.node}):`,
   );
   console.error(summary(list));
-  if (asJson) console.log(JSON.stringify({ quick, at: new Date().toISOString(), machine, rows, targets: list }, null, 2));
+  if (schemeFigures.some((f) => f.store !== "machine")) {
+    console.error("\nSignature schemes (reported, no target):");
+    console.error(schemeTable(schemeFigures));
+  }
+  if (asJson)
+    console.log(JSON.stringify({ quick, at: new Date().toISOString(), machine, rows, targets: list, schemes: schemeFigures }, null, 2));
 }
 
 main().then(
