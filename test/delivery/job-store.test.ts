@@ -404,16 +404,19 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
     const { opened, jobs, clientId } = await openJobs(t, target);
     const kept = await subscribe(opened, clientId);
     const deleted = await subscribe(opened, clientId, "https://other.example/hook");
-    const [toKept] = deliveries(kept, 1);
+    const toKept = deliveries(kept, 3);
     const [toDeleted] = deliveries(deleted, 1, `${clientId} https://other.example`);
-    if (!toKept || !toDeleted) return t.fail("two deliveries");
-    await jobs.insert([toKept, toDeleted], unlocked);
+    if (!toDeleted) return t.fail("a delivery");
+    await jobs.insert([...toKept, toDeleted], unlocked);
     await opened.store.subscriptions.delete(deleted.id);
     const locked = new Map((await jobs.lockDue(request(10))).jobs.map((job) => [job.id, job]));
-    t.like(locked.get(toKept.notification.id)?.read, {
-      notification: { id: toKept.notification.id, status: "pending", attemptCount: 0, body: "{}" },
-      subscription: { id: kept.id, url: kept.url, enabled: true },
-    });
+    // The subscription's columns come once per statement; every job of it reads the whole subscription.
+    for (const delivery of toKept) {
+      t.like(locked.get(delivery.notification.id)?.read, {
+        notification: { id: delivery.notification.id, status: "pending", attemptCount: 0, body: "{}" },
+        subscription: { id: kept.id, url: kept.url, enabled: true, publicKeyPem: kept.publicKeyPem, privateKeyPem: kept.privateKeyPem },
+      });
+    }
     const orphan = locked.get(toDeleted.notification.id)?.read;
     t.is(orphan?.notification.id, toDeleted.notification.id);
     t.is(orphan?.subscription, undefined, "a deleted subscription reads as none");

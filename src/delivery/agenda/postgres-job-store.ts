@@ -1,8 +1,8 @@
 import { Coalescer } from "../../coalescer.js";
 import {
-  FOR_DELIVERY_COLUMNS,
   type ForDeliveryRow,
-  forDeliveryOf,
+  forDeliveryColumns,
+  forDeliveryOfRows,
   INSERT_NOTIFICATIONS,
   insertParameters,
 } from "../../store/postgres/notifications.js";
@@ -109,7 +109,7 @@ export const LOCK_DUE = `
            AS passed_endpoints,
          CASE WHEN row_number() OVER () = 1 THEN ARRAY(SELECT DISTINCT client_id FROM by_client WHERE NOT client_within) END
            AS passed_clients,
-         locked.*, ${FOR_DELIVERY_COLUMNS}
+         locked.*, ${forDeliveryColumns("row_number() OVER (PARTITION BY s.id ORDER BY locked.id) = 1")}
   FROM (SELECT 1) AS one LEFT JOIN locked ON true
     LEFT JOIN wh_notifications n ON n.id = locked.id LEFT JOIN wh_subscriptions s ON s.id = n.subscription_id`;
 
@@ -266,14 +266,15 @@ export class PostgresJobStore implements DeliveryJobStore {
         clients.filter(([, budget]) => budget === 0).map(([clientId]) => clientId),
       ],
     });
-    const jobs = rows
-      .filter((row) => row.id !== null)
-      .sort((a, b) => (a.next_run_at?.getTime() ?? 0) - (b.next_run_at?.getTime() ?? 0))
-      .map((row) => {
+    const lockedRows = rows.filter((row) => row.id !== null);
+    const reads = forDeliveryOfRows(lockedRows);
+    const jobs = lockedRows
+      .map((row, i) => {
         const job = toJob(row) as LockedJob;
-        const read = forDeliveryOf(row);
+        const read = reads[i];
         return read ? Object.assign(job, { read }) : job;
-      });
+      })
+      .sort((a, b) => (a.nextRunAt?.getTime() ?? 0) - (b.nextRunAt?.getTime() ?? 0));
     const first = rows.find((row) => row.passed_endpoints !== null);
     return {
       jobs,

@@ -1,5 +1,5 @@
 import { Coalescer } from "../../coalescer.js";
-import type { DeliveryAttempt, Notification, NotificationStatus } from "../../domain/model.js";
+import type { DeliveryAttempt, Notification, NotificationStatus, Subscription } from "../../domain/model.js";
 import type { DeliveryRead, NotificationQuery, NotificationStore } from "../../domain/ports.js";
 import { isDataError, optional } from "./rows.js";
 import type { SqlPool } from "./sql-pool.js";
@@ -67,25 +67,46 @@ const NOTIFICATION_COLUMNS = [
 ] as const satisfies readonly (keyof NotificationRow)[];
 
 /**
- * What an attempt reads (its notification `n` and subscription `s`), as
- * columns prefixed `n_` and `s_`, for any statement that joins the two:
- * the read before an attempt, and the lock statement that hands jobs out.
+ * What attempts read (their notification `n` and subscription `s`), as
+ * columns prefixed `n_` and `s_`, for a statement that joins the two and
+ * returns many rows: the read before attempts, and the lock statement that
+ * hands jobs out. A subscription's columns (its keys alone are about 3 KB)
+ * come only on the row where `firstOfSubscription`, an SQL condition, is
+ * true, once per subscription; its other rows carry `s_id` alone (see
+ * forDeliveryOfRows).
  */
-export const FOR_DELIVERY_COLUMNS = [
-  ...NOTIFICATION_COLUMNS.map((column) => `n.${column} AS n_${column}`),
-  ...SUBSCRIPTION_COLUMNS.map((column) => `s.${column} AS s_${column}`),
-].join(", ");
+export function forDeliveryColumns(firstOfSubscription: string): string {
+  return [
+    ...NOTIFICATION_COLUMNS.map((column) => `n.${column} AS n_${column}`),
+    "s.id AS s_id",
+    `COALESCE(${firstOfSubscription}, false) AS s_first`,
+    ...SUBSCRIPTION_COLUMNS.filter((column) => column !== "id").map(
+      (column) => `CASE WHEN ${firstOfSubscription} THEN s.${column} END AS s_${column}`,
+    ),
+  ].join(", ");
+}
 
 export type ForDeliveryRow = { [K in keyof NotificationRow as `n_${K}`]: NotificationRow[K] | null } & {
   [K in keyof SubscriptionRow as `s_${K}`]: SubscriptionRow[K] | null;
-};
+} & { s_first: boolean };
 
-/** The read in a FOR_DELIVERY_COLUMNS row; undefined where the join found no notification. */
-export function forDeliveryOf(row: ForDeliveryRow): DeliveryRead | undefined {
-  if (row.n_id === null) return undefined;
-  const notification = toNotification(unprefixed<NotificationRow>(row, "n_", NOTIFICATION_COLUMNS));
-  if (row.s_id === null) return { notification };
-  return { notification, subscription: toSubscription(unprefixed<SubscriptionRow>(row, "s_", SUBSCRIPTION_COLUMNS)) };
+/**
+ * The reads in rows of forDeliveryColumns, in their order; undefined where
+ * the join found no notification. Rows of one subscription share one
+ * Subscription, read from the row that carries its columns.
+ */
+export function forDeliveryOfRows(rows: readonly ForDeliveryRow[]): (DeliveryRead | undefined)[] {
+  const subscriptions = new Map<string, Subscription>();
+  for (const row of rows) {
+    if (row.s_first && row.s_id !== null)
+      subscriptions.set(row.s_id, toSubscription(unprefixed<SubscriptionRow>(row, "s_", SUBSCRIPTION_COLUMNS)));
+  }
+  return rows.map((row) => {
+    if (row.n_id === null) return undefined;
+    const notification = toNotification(unprefixed<NotificationRow>(row, "n_", NOTIFICATION_COLUMNS));
+    const subscription = row.s_id === null ? undefined : subscriptions.get(row.s_id);
+    return subscription ? { notification, subscription } : { notification };
+  });
 }
 
 /** The `columns` of `row` read from their prefixed names. */
@@ -98,7 +119,7 @@ function unprefixed<T>(row: object, prefix: string, columns: readonly string[]):
 
 // An attempt's notification and subscription, for many attempts at once.
 const READ_FOR_DELIVERY = `
-  SELECT ${FOR_DELIVERY_COLUMNS}
+  SELECT ${forDeliveryColumns("row_number() OVER (PARTITION BY s.id ORDER BY n.id) = 1")}
   FROM wh_notifications n LEFT JOIN wh_subscriptions s ON s.id = n.subscription_id
   WHERE n.id = ANY($1::text[])`;
 
@@ -169,7 +190,8 @@ export class PostgresNotificationStore implements NotificationStore {
   readonly #deliveryReads = new Coalescer<string, DeliveryRead | undefined>(
     async (ids) => {
       const { rows } = await this.pool.query<ForDeliveryRow>({ name: "wh-read-for-delivery", text: READ_FOR_DELIVERY, values: [ids] });
-      const byId = new Map(rows.map((row) => [row.n_id, forDeliveryOf(row)]));
+      const reads = forDeliveryOfRows(rows);
+      const byId = new Map(rows.map((row, i) => [row.n_id, reads[i]]));
       return ids.map((id) => byId.get(id));
     },
     { splitOn: isDataError },
