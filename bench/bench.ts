@@ -65,7 +65,7 @@ const SIZE_BASE = quick
   : {
       ceiling: 20_000,
       warmupEvents: 200,
-      events: 1500,
+      events: 3000,
       fanOut: 10,
       latencySeconds: 10,
       repeats: 3,
