@@ -15,6 +15,9 @@ RUN npx tsc -p tsconfig.build.json && node --import tsx tools/build-portal.ts &&
 
 FROM node:20.20.2-bookworm-slim
 ENV NODE_ENV=production
+# As npm start runs it: glibc's malloc with fixed thresholds, so that the memory V8 frees after
+# compiling PGlite's WebAssembly goes back to the system (docs/performance.md, Memory).
+ENV MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072
 WORKDIR /app
 # package.json carries "type": "module", which dist/*.js needs.
 COPY --from=build /app/package.json ./

@@ -47,6 +47,8 @@ const SERVICE_ENTRY = process.env.BENCH_SERVICE ?? "dist/main.js";
 const SERVICE_PRELOAD = resolve(dirname(SERVICE_ENTRY), "thread-pool.cjs");
 /** As `npm start` runs it: with its build's thread-pool preload (if that build has one). */
 const SERVICE_NODE_ARGS = [...(existsSync(SERVICE_PRELOAD) ? ["--require", SERVICE_PRELOAD] : []), "--max-semi-space-size=32"];
+/** The environment `npm start` gives it (glibc's malloc thresholds: see docs/performance.md, Memory). */
+const SERVICE_ENV = { MALLOC_MMAP_THRESHOLD_: "131072", MALLOC_TRIM_THRESHOLD_: "131072" };
 const MASTER = "ab".repeat(32);
 // BENCH_EVENTS overrides the throughput scenario's event count (for profiling).
 // Latency phases are repeated (`repeats` × `latencySeconds`): the median of their p99s is reported, with the spread.
@@ -281,6 +283,7 @@ async function runStore(
       [...profile, ...SERVICE_NODE_ARGS, ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []), SERVICE_ENTRY],
       {
         env: {
+          ...SERVICE_ENV,
           ...process.env,
           ...env,
           // BENCH_NODE_OPTIONS: node options for the service alone (e.g. --import a probe).
