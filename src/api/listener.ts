@@ -1,7 +1,6 @@
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { createServer as createHttp2Server, type Http2Server, type ServerHttp2Session } from "node:http2";
 import { type AddressInfo, createServer as createNetServer, type Socket } from "node:net";
-import { Duplex } from "node:stream";
 import type { NodeRequest } from "./http-body.js";
 import type { NodeResponse } from "./rest-gateway.js";
 
@@ -15,15 +14,9 @@ export class PortInUseError extends Error {
   }
 }
 
-/**
- * The peer address of each HTTP/2 session. Its socket is a JS stream that
- * replays the sniffed bytes (see `replay`), which knows no address.
- */
-const sessionAddresses = new WeakMap<ServerHttp2Session, string>();
-
 /** The address the request came from, as the TCP connection says (never a header). */
 export function remoteAddress(req: NodeRequest): string | undefined {
-  return "stream" in req ? sessionAddresses.get(req.stream.session as ServerHttp2Session) : req.socket.remoteAddress;
+  return req.socket.remoteAddress;
 }
 
 export interface Listener {
@@ -47,11 +40,8 @@ export async function listen(
   const http2: Http2Server = createHttp2Server(handler);
   const sockets = new Set<Socket>();
   const sessions = new Set<ServerHttp2Session>();
-  let connectingAddress: string | undefined;
   http2.on("session", (session) => {
     sessions.add(session);
-    // Emitted while `connection` is being emitted below, for that connection.
-    if (connectingAddress !== undefined) sessionAddresses.set(session, connectingAddress);
     session.once("close", () => sessions.delete(session));
   });
 
@@ -68,14 +58,13 @@ export async function listen(
       if (isHttp2 && compared < HTTP2_PREFACE.length) return; // need more bytes to decide
       socket.off("data", onData);
       socket.setTimeout(0);
-      if (isHttp2) {
-        connectingAddress = socket.remoteAddress;
-        http2.emit("connection", replay(socket, seen));
-        connectingAddress = undefined;
-        return;
-      }
       socket.pause();
       socket.unshift(seen);
+      if (isHttp2) {
+        // The session reads the native socket itself; it takes the unshifted bytes first (Node emulates receiving what the socket buffered).
+        http2.emit("connection", socket);
+        return;
+      }
       http1.emit("connection", socket);
       socket.resume();
     };
@@ -108,34 +97,4 @@ export async function listen(
       clearTimeout(deadline);
     },
   };
-}
-
-/**
- * The socket as a stream that first replays the bytes already read. The
- * HTTP/2 server reads a net.Socket's native handle directly, past anything
- * unshifted, so it gets this JS stream instead (Node wraps it itself).
- */
-function replay(socket: Socket, head: Buffer): Duplex {
-  const stream: Duplex = new Duplex({
-    read() {
-      socket.resume();
-    },
-    write(chunk: Buffer, _encoding, callback) {
-      socket.write(chunk, callback);
-    },
-    final(callback) {
-      socket.end(callback);
-    },
-    destroy(error, callback) {
-      socket.destroy(error ?? undefined);
-      callback(error);
-    },
-  });
-  stream.push(head);
-  socket.on("data", (chunk: Buffer) => {
-    if (!stream.push(chunk)) socket.pause();
-  });
-  socket.once("end", () => stream.push(null));
-  socket.once("close", () => stream.destroy());
-  return stream;
 }
