@@ -207,6 +207,8 @@ async function ceiling(receiver: ChildProcess, receiverPort: number, scheme: Sch
           body,
         });
         await response.body.dump();
+        // A refused signature answers fast: counted, it would inflate the ceiling unnoticed.
+        if (response.statusCode !== 200) throw new Error(`the receiver answered the ceiling loop ${response.statusCode}`);
       }
     };
     await Promise.all(Array.from({ length: 32 }, worker));
@@ -338,7 +340,12 @@ async function runStore(
           },
           apiKey,
         );
-        receiver.send({ type: "keys", keys: { [path]: sub.signatureKey as string } });
+        const signatureKey = sub.signatureKey as string;
+        // A build that ignored the scheme would hand back an RSA key, and its figures would pass for Ed25519's.
+        if (signatureScheme === "STANDARD_WEBHOOKS_ED25519" && !signatureKey.startsWith("whpk_")) {
+          throw new Error(`the service did not create an Ed25519 subscription (key ${signatureKey.slice(0, 12)}…)`);
+        }
+        receiver.send({ type: "keys", keys: { [path]: signatureKey } });
         ids.push(path);
       }
       return ids;

@@ -47,6 +47,8 @@ export async function listen(
 
   const server = createNetServer((socket) => {
     sockets.add(socket);
+    // Read now, while the peer is surely connected: net.Socket keeps the answer, so a request read after a reset still knows it.
+    void socket.remoteAddress;
     // A connection that never says which protocol it speaks is not kept around.
     socket.setTimeout(SNIFF_TIMEOUT_MS, () => socket.destroy());
     socket.once("close", () => sockets.delete(socket));

@@ -62,6 +62,49 @@ test("redirects are not followed; huge answers are cut; slow answers time out; r
   t.regex(refused.error ?? "", /ECONNREFUSED/);
 });
 
+test("an answer a little past the cap leaves its connection open for the next request; a huge one closes it", async (t) => {
+  const { createServer } = await import("node:http");
+  let opened = 0;
+  let closed = 0;
+  let onClose = () => {};
+  const aConnectionClosed = new Promise<void>((resolve) => {
+    onClose = resolve;
+  });
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => res.end(req.url === "/huge" ? "y".repeat(1_000_000) : req.url === "/over" ? "x".repeat(5_000) : "ok"));
+  });
+  server.on("connection", (socket) => {
+    opened++;
+    socket.once("close", () => {
+      closed++;
+      onClose();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const sender = new HttpSender({ ...options, allowPrivateTargets: true });
+  t.teardown(async () => {
+    await sender.close();
+    server.closeAllConnections();
+    server.close();
+  });
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const send = (path: string) => sender.send({ url: `${base}${path}`, body: "{}", headers: {}, signal });
+  for (let i = 0; i < 5; i++) await send("/short");
+  const pool = opened;
+  for (let i = 0; i < 5; i++) {
+    const over = await send("/over");
+    t.is(over.statusCode, 200);
+    t.is(over.responseBody, "x".repeat(64), "the first bytes only");
+  }
+  t.is(opened, pool, "answers past the cap reuse the connections short answers use");
+  t.is(closed, 0);
+  const huge = await send("/huge");
+  t.is(huge.responseBody, "y".repeat(64));
+  await aConnectionClosed;
+  t.is(closed, 1, "the huge answer's connection was closed");
+});
+
 test("Retry-After in seconds or as an HTTP date", (t) => {
   t.is(parseRetryAfter("120"), 120_000);
   t.is((parseRetryAfter(new Date(Date.now() + 60_000).toUTCString(), Date.now()) ?? 0 > 55_000) ? 1 : 0, 1);

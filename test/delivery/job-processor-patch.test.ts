@@ -61,8 +61,12 @@ test.serial("finished delivery jobs leave no timers behind", async (t) => {
 
 test("the patch applies only to the runOrRetry it was written against", (t) => {
   class ChangedProcessor {
+    stopped = false;
     runOrRetry() {
       return Promise.resolve("a different method");
+    }
+    stop() {
+      this.stopped = true;
     }
   }
   const agenda = new Agenda({
@@ -70,9 +74,11 @@ test("the patch applies only to the runOrRetry it was written against", (t) => {
   });
   patchJobProcessorOf(agenda);
   t.not(sourceDigest(ChangedProcessor.prototype.runOrRetry), PATCHED_SOURCE_SHA256);
+  const changed = new ChangedProcessor();
   const error = t.throws(() => {
-    (agenda as unknown as { jobProcessor: unknown }).jobProcessor = new ChangedProcessor();
+    (agenda as unknown as { jobProcessor: unknown }).jobProcessor = changed;
   });
   t.regex(error?.message ?? "", /is not the one src\/delivery\/agenda\/job-processor-patch\.ts replaces/);
+  t.true(changed.stopped, "the processor its constructor started is stopped, not left polling");
   t.is(ChangedProcessor.prototype.runOrRetry.name, "runOrRetry", "left as it was");
 });

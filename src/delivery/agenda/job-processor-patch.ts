@@ -60,8 +60,16 @@ export function patchJobProcessorOf(agenda: Agenda): void {
     configurable: true,
     enumerable: true,
     get: () => processor,
-    set: (value: ProcessorInternals | undefined) => {
-      if (value) patchPrototype(Object.getPrototypeOf(value) as ProcessorInternals & { [PATCHED]?: true });
+    set: (value: (ProcessorInternals & { stop(): unknown }) | undefined) => {
+      if (value) {
+        try {
+          patchPrototype(Object.getPrototypeOf(value) as ProcessorInternals & { [PATCHED]?: true });
+        } catch (error) {
+          // Its constructor already started polling: stopped here, or nothing would stop it.
+          value.stop();
+          throw error;
+        }
+      }
       processor = value;
     },
   });

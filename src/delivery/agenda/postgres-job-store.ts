@@ -274,7 +274,8 @@ export class PostgresJobStore implements DeliveryJobStore {
         const read = reads[i];
         return read ? Object.assign(job, { read }) : job;
       })
-      .sort((a, b) => (a.nextRunAt?.getTime() ?? 0) - (b.nextRunAt?.getTime() ?? 0));
+      // Due first; jobs due together (a fan-out) by id, so that the order never depends on the plan.
+      .sort((a, b) => (a.nextRunAt?.getTime() ?? 0) - (b.nextRunAt?.getTime() ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const first = rows.find((row) => row.passed_endpoints !== null);
     return {
       jobs,
