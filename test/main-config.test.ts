@@ -48,6 +48,8 @@ const BAD: Array<[string, string]> = [
   ["WATCHER_BUFFER_SIZE", "0"],
   ["LOG_LEVEL", "verbose"],
   ["UV_THREADPOOL_SIZE", "lots"],
+  ["MALLOC_MMAP_THRESHOLD_", "64M"],
+  ["MALLOC_TRIM_THRESHOLD_", "-1"],
   ["METRICS_ENABLED", "sometimes"],
   ["METRICS_TOKEN", "short"],
   ["OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"],
