@@ -56,8 +56,13 @@ export async function openStore(config: StoreConfig, log: Logger): Promise<OpenS
   }
 }
 
+/** PGlite has no autovacuum: the pool vacuums this often instead (see EmbeddedPool). */
+const EMBEDDED_VACUUM_EVERY_MS = 10_000;
+
 async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
-  const pool = await EmbeddedPool.open(dataDir, STABLE_PLANS, (err) => log.error({ err }, "embedded database failed"));
+  const pool = await EmbeddedPool.open(dataDir, STABLE_PLANS, (err) => log.error({ err }, "embedded database failed"), {
+    vacuumEveryMs: EMBEDDED_VACUUM_EVERY_MS,
+  });
   try {
     await migrate(pool);
   } catch (error) {
