@@ -86,12 +86,14 @@ ON CONFLICT (job_key) DO UPDATE SET processed_at = coalesce(seen.processed_at, e
   /**
    * Creates the table unless it exists (the DDL is `seenTableDdl()`). Safe
    * when several instances start at once: PostgreSQL's `IF NOT EXISTS` is not,
-   * so the loser's duplicate-key error is caught inside the same statement.
+   * so the loser's error is caught inside the same statement (a duplicate key
+   * in the catalog, or its table or row type "already exists", depending on
+   * where the two met).
    */
   async ensureTable(): Promise<void> {
     await this.#client.query(`DO $ensure$ BEGIN
 ${this.#ddl};
-EXCEPTION WHEN unique_violation OR duplicate_table THEN NULL;
+EXCEPTION WHEN unique_violation OR duplicate_table OR duplicate_object THEN NULL;
 END $ensure$`);
   }
 
