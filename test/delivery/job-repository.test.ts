@@ -7,11 +7,12 @@ import { DELIVER_JOB, DeliveryJobRepository } from "../../src/delivery/agenda/de
 import type { DeliveryJobStore, LockedJob } from "../../src/delivery/agenda/delivery-job-store.js";
 import type { JobFeed } from "../../src/delivery/job-feed.js";
 import { newId } from "../../src/domain/ids.js";
-import type { Notification, Subscription } from "../../src/domain/model.js";
+import type { Notification } from "../../src/domain/model.js";
 import { openStore } from "../../src/store/open-store.js";
 import type { SqlPool } from "../../src/store/postgres/sql-pool.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
 import { storeTargets, testOn } from "../helpers/stores.js";
+import { subscriptionRecord } from "../helpers/subscriptions.js";
 
 /**
  * Agenda's repository of delivery jobs, driven as Agenda's Job.run drives
@@ -51,19 +52,7 @@ async function oneRun(
   const jobs = wrap ? wrap(stored) : stored;
   const client = await opened.store.clients.ensureWithKey("jobs", newId("cli"));
   const at = new Date();
-  const subscription: Subscription = {
-    id: newId("sub"),
-    clientId: client.id,
-    event: "Order.Created",
-    url: "https://receiver.example/hook",
-    description: "",
-    enabled: true,
-    signatureScheme: "RSA_SHA256",
-    publicKeyPem: "pem",
-    privateKeyPem: "sealed",
-    createdAt: at,
-    updatedAt: at,
-  };
+  const subscription = subscriptionRecord(client.id, { createdAt: at, updatedAt: at });
   await opened.store.subscriptions.insert(subscription);
   const notification: Notification = {
     id: newId("ntf"),

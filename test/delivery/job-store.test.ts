@@ -11,6 +11,7 @@ import type { Notification, Subscription } from "../../src/domain/model.js";
 import { type OpenStore, openStore, STABLE_PLANS, withSettings } from "../../src/store/open-store.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
 import { planOf, type StoreTarget, storeTargets, testOn } from "../helpers/stores.js";
+import { subscriptionRecord } from "../helpers/subscriptions.js";
 
 /**
  * The delivery job store's contract, run against every database: what the
@@ -32,20 +33,7 @@ async function openJobs(t: ExecutionContext, target: StoreTarget, owner = "insta
 }
 
 async function subscribe(opened: OpenStore, clientId: string, url = "https://receiver.example/hook"): Promise<Subscription> {
-  const at = new Date();
-  const subscription: Subscription = {
-    id: newId("sub"),
-    clientId,
-    event: "Order.Created",
-    url,
-    description: "",
-    enabled: true,
-    signatureScheme: "RSA_SHA256",
-    publicKeyPem: "pem",
-    privateKeyPem: "sealed",
-    createdAt: at,
-    updatedAt: at,
-  };
+  const subscription = subscriptionRecord(clientId, { url });
   await opened.store.subscriptions.insert(subscription);
   return subscription;
 }

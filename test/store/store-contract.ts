@@ -4,6 +4,7 @@ import { endpointOf } from "../../src/delivery/endpoint.js";
 import { newId } from "../../src/domain/ids.js";
 import { type Notification, SUBSCRIPTION_DELETED, type Subscription } from "../../src/domain/model.js";
 import type { Store } from "../../src/domain/ports.js";
+import { subscriptionRecord } from "../helpers/subscriptions.js";
 
 /**
  * The storage port's contract, written once and run against every adapter
@@ -27,20 +28,15 @@ export async function accept(jobs: DeliveryJobStore, notifications: readonly Not
 const seconds = (n: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, n));
 
 function subscription(clientId: string, overrides: Partial<Subscription> = {}): Subscription {
-  return {
-    id: newId("sub"),
-    clientId,
-    event: "Order.Created",
+  return subscriptionRecord(clientId, {
     url: "https://example.com/hook",
     description: "contract",
-    enabled: true,
-    signatureScheme: "RSA_SHA256",
     publicKeyPem: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n",
     privateKeyPem: "-----BEGIN PRIVATE KEY-----\nBBBB\n-----END PRIVATE KEY-----\n",
     createdAt: seconds(1),
     updatedAt: seconds(1),
     ...overrides,
-  };
+  });
 }
 
 function notification(s: Subscription, overrides: Partial<Notification> = {}): Notification {
