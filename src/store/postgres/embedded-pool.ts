@@ -64,7 +64,8 @@ export class EmbeddedPool implements SqlPool {
   #vacuumEvery(ms: number, onError: (error: Error) => void): void {
     let running = false;
     this.#vacuum = setInterval(() => {
-      if (running || this.#closed) return;
+      // One at a time: a VACUUM still waiting for its turn is not queued again (end() stops the timer first).
+      if (running) return;
       running = true;
       this.query("VACUUM")
         .catch((error: Error) => {
