@@ -1,4 +1,5 @@
 import { type Clock, systemClock } from "./clock.js";
+import { DueAlarm } from "./due-alarm.js";
 import { FairLanes, type LaneJob, type LaneLimits, type LaneOccupancy } from "./fair-lanes.js";
 import type { FeedJob, JobSource, LockedBatch, LockRequest } from "./job-source.js";
 import { LaneBudgets } from "./lane-budgets.js";
@@ -16,6 +17,8 @@ export interface JobFeedOptions {
   fetchSpacingMs: number;
   /** After a failed fetch, wait this long (doubling per failure, up to `maxMs`) before the next. */
   backoff: { initialMs: number; maxMs: number };
+  /** Jobs scheduled to run later (`dueAt`) are fetched once they fall due, within `stepMs`; see due-alarm.ts. */
+  due: { stepMs: number; maxPending: number };
   clock?: Clock;
   /** Jobs can be taken now: whoever runs them should call `take()`. */
   onRunnable: () => void;
@@ -31,7 +34,8 @@ export interface JobFeedOptions {
  *
  * - IDLE: no fetch under way or wanted. A request for jobs (`take()`
  *   finding none runnable, `pulse()`, a job finishing whose endpoint or
- *   client left due jobs in the source) starts one: → FETCHING, or
+ *   client left due jobs in the source, a retry scheduled with `dueAt`
+ *   falling due) starts one: → FETCHING, or
  *   → SPACING, or → WAITING_FOR_ROOM. `take()` alone makes none while a
  *   fetch found the source drained less than `drainedForMs` ago and nothing
  *   was announced or handed back since.
@@ -83,6 +87,7 @@ export class JobFeed<J extends FeedJob> {
   #wantedSince = 0;
   /** Hand-backs under way, for `release()` to wait for. */
   readonly #handingBack = new Set<Promise<void>>();
+  readonly #alarm: DueAlarm;
 
   constructor(
     private readonly source: JobSource<J>,
@@ -93,6 +98,7 @@ export class JobFeed<J extends FeedJob> {
     this.#budgets = new LaneBudgets(this.#lanes, options.limits, Math.ceil(options.batchSize / 4), () => this.#clock.now());
     this.#backoffMs = options.backoff.initialMs;
     this.#source = new SourceView(options, () => this.#clock.now());
+    this.#alarm = new DueAlarm({ ...options.due, clock: this.#clock, onDue: () => this.pulse() });
   }
 
   get mode(): FeedMode {
@@ -183,6 +189,14 @@ export class JobFeed<J extends FeedJob> {
   pulse(): void {
     this.#source.changed();
     this.#requestFetch();
+  }
+
+  /**
+   * A job was saved to run again at `at` (a retry): it is fetched for once
+   * it falls due (see due-alarm.ts), not left to the next poll.
+   */
+  dueAt(at: Date): void {
+    if (this.#mode !== "RELEASED") this.#alarm.at(at.getTime());
   }
 
   /**
@@ -355,6 +369,7 @@ export class JobFeed<J extends FeedJob> {
     this.#mode = "RELEASED";
     this.#wantedSince = 0;
     this.#clearTimer();
+    this.#alarm.stop();
     if (this.#sweepTimer !== undefined) this.#clock.clearTimeout(this.#sweepTimer);
     this.#sweepTimer = undefined;
   }

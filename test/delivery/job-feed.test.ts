@@ -113,6 +113,7 @@ function setup(overrides: Partial<JobFeedOptions> = {}) {
     drainedForMs: 250,
     fetchSpacingMs: 20,
     backoff: { initialMs: 100, maxMs: 800 },
+    due: { stepMs: 20, maxPending: 100 },
     clock,
     onRunnable: () => events.runnable++,
     onFetched: (outcome) => events.fetched.push({ ok: outcome.ok }),
@@ -186,6 +187,24 @@ test("a fetch that found the source drained vouches for it for drainedForMs, unl
   t.is(feed.mode, "FETCHING");
   t.deepEqual(feed.reserve([{ endpoint: "a x", clientId: "a" }]), [false]);
   source.letGo();
+});
+
+test("a retry scheduled with dueAt is fetched once it falls due, not at the next poll; none after release", async (t) => {
+  const { clock, source, feed, takeAll } = setup();
+  feed.take();
+  await settle();
+  t.is(source.requests.length, 1);
+  feed.dueAt(new Date(clock.now() + 1_000));
+  clock.advance(999);
+  t.is(feed.mode, "IDLE", "not due yet: no fetch");
+  source.insert("a", "x");
+  clock.advance(1);
+  t.is(feed.mode, "FETCHING", "fell due: fetched");
+  await settle();
+  t.is(takeAll().length, 1);
+  feed.dueAt(new Date(clock.now() + 1_000));
+  await feed.release();
+  t.is(clock.pending, 0, "released: its alarm is cleared");
 });
 
 test("reserve takes new jobs locked only within each endpoint's, client's and the batch's room", async (t) => {

@@ -69,14 +69,15 @@ async function oneRun(
   const request = { limit: 1, endpointBudgets: new Map(), clientBudgets: new Map(), defaultPerEndpoint: 1, defaultPerClient: 1 };
   const [job] = (await jobs.lockDue(request)).jobs as [LockedJob];
   const toHandOut = [job];
-  const feed = { take: () => toHandOut.shift(), putBack() {}, finish() {} };
+  const due: Date[] = [];
+  const feed = { take: () => toHandOut.shift(), putBack() {}, finish() {}, dueAt: (at: Date) => due.push(at) };
   const repository = new DeliveryJobRepository(jobs, feed as unknown as JobFeed<LockedJob>, () => {});
   const attrs = (await repository.getNextJobToRun(DELIVER_JOB)) as JobParameters;
   // As Job.run: the schedule is cleared while the run is under way, and saved so.
   attrs.lastRunAt = new Date();
   attrs.nextRunAt = null;
   await repository.saveJobState(attrs);
-  return { jobs, repository, attrs, job };
+  return { jobs, repository, attrs, job, due };
 }
 
 /** Agenda's touch: the lock moves forward in memory, then is saved. */
@@ -102,7 +103,7 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
     testOn(test, target)(
       `${target.name}: the save ending a run (${ending}) waits for a renewal in flight and uses the renewed lock`,
       async (t) => {
-        const { jobs, repository, attrs, job } = await oneRun(t, target);
+        const { jobs, repository, attrs, job, due } = await oneRun(t, target);
         const renewal = touch(repository, attrs);
         // The attempt ends while the renewal's statement is on its way.
         attrs.lockedAt = undefined;
@@ -118,6 +119,7 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
         } else {
           t.is(stored?.lockedAt, undefined, "released");
           t.is(stored?.nextRunAt?.getTime(), retryAt.getTime(), "the retry is scheduled");
+          t.deepEqual(due, [retryAt], "and the feed told when it falls due");
         }
       },
     );

@@ -47,6 +47,8 @@ const DRAINED_FOR_MS = 250;
 const FETCH_SPACING_MS = 20;
 /** An attempt that failed on our side (the store unreachable…), not the receiver's, runs again this much later. */
 const OWN_FAILURE_RETRY_MS = 10_000;
+/** Retries this instance scheduled are fetched as they fall due, in steps of 20 ms; past 10,000 distinct times, by the poll. */
+const RETRY_DUE = { stepMs: 20, maxPending: 10_000 };
 /** After a failed poll, the next in 200 ms, doubling up to 5 s while failures go on. */
 const POLL_BACKOFF = { initialMs: 200, maxMs: 5_000 };
 /** Running attempts get this long to save their state once interrupted at shutdown. */
@@ -114,6 +116,7 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
       drainedForMs: DRAINED_FOR_MS,
       fetchSpacingMs: FETCH_SPACING_MS,
       backoff: POLL_BACKOFF,
+      due: RETRY_DUE,
       onRunnable: () => this.#channel.wake(),
       onFetched: (outcome) => {
         if (!outcome.ok) log.error({ err: outcome.error }, "polling for due deliveries failed; retrying");

@@ -173,6 +173,8 @@ export class DeliveryJobRepository implements JobRepository {
       return;
     }
     const [saved] = await this.#write(this.store.save([toState(attrs, lease.lockedAt, nextRunAt)]));
+    // Its next run is fetched as it falls due, not at the next poll.
+    if (saved) this.feed.dueAt(nextRunAt);
     // The backend's own words, which Agenda expects for a job gone meanwhile (here: taken over).
     if (!saved) throw new Error(`job ${id} (name: ${attrs.name}) cannot be updated in the database, maybe it does not exist anymore?`);
   }
