@@ -149,7 +149,8 @@ export const COUNT_JOBS = `
 /*
  * The statements on jobs named by id and held lock (save, renew, remove,
  * unlock) find each row through the primary key (`id = ANY`) and compare the
- * lock with IS NOT DISTINCT FROM, which no index serves. With a plain `=`
+ * lock with IS NOT DISTINCT FROM, which no index serves (a held lock is never
+ * NULL; one that were would match nothing). With a plain `=`
  * the planner reads the rows through the locked-jobs index instead: it looks
  * small, but holds an entry for every job locked since the last vacuum
  * (tens of thousands under load), and a delete of 64 jobs read ten times the
@@ -164,20 +165,20 @@ export const SAVE = `
   FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::timestamptz[], $6::int[], $7::text[],
               $8::timestamptz[])
     AS t (id, held_lock, next_run_at, last_run_at, last_finished_at, fail_count, fail_reason, failed_at)
-  WHERE j.id = ANY($1::text[]) AND j.id = t.id AND j.locked_at IS NOT DISTINCT FROM t.held_lock
+  WHERE j.id = ANY($1::text[]) AND j.id = t.id AND t.held_lock IS NOT NULL AND j.locked_at IS NOT DISTINCT FROM t.held_lock
   RETURNING j.id`;
 
 /** Locks moved forward, where the job still has the lock its run held. */
 export const RENEW = `
   UPDATE wh_delivery_jobs AS j SET locked_at = t.locked_at
   FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS t (id, held_lock, locked_at)
-  WHERE j.id = ANY($1::text[]) AND j.id = t.id AND j.locked_at IS NOT DISTINCT FROM t.held_lock
+  WHERE j.id = ANY($1::text[]) AND j.id = t.id AND t.held_lock IS NOT NULL AND j.locked_at IS NOT DISTINCT FROM t.held_lock
   RETURNING j.id`;
 
 /** The jobs that still have their held lock ($2), deleted. */
 export const REMOVE = `
   DELETE FROM wh_delivery_jobs AS j USING unnest($1::text[], $2::timestamptz[]) AS t (id, held_lock)
-  WHERE j.id = ANY($1::text[]) AND j.id = t.id AND j.locked_at IS NOT DISTINCT FROM t.held_lock
+  WHERE j.id = ANY($1::text[]) AND j.id = t.id AND t.held_lock IS NOT NULL AND j.locked_at IS NOT DISTINCT FROM t.held_lock
   RETURNING j.id`;
 
 /**
@@ -187,7 +188,7 @@ export const REMOVE = `
 export const UNLOCK = `
   UPDATE wh_delivery_jobs AS j SET locked_at = NULL, locked_by = NULL, next_run_at = COALESCE(j.next_run_at, now())
   FROM unnest($1::text[], $2::timestamptz[]) AS t (id, locked_at)
-  WHERE j.id = ANY($1::text[]) AND j.id = t.id AND j.locked_at IS NOT DISTINCT FROM t.locked_at`;
+  WHERE j.id = ANY($1::text[]) AND j.id = t.id AND t.locked_at IS NOT NULL AND j.locked_at IS NOT DISTINCT FROM t.locked_at`;
 
 /** Which of `jobs` a statement answering the ids it touched touched. */
 function touched(jobs: ReadonlyArray<{ id: string }>, rows: ReadonlyArray<{ id: string }>): boolean[] {
