@@ -1,13 +1,16 @@
 import type { Clock } from "./clock.js";
 
+/** The longest timer Node sets (a longer one fires after 1 ms): a due time further out is re-armed for on the way. */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
+
 export interface DueAlarmOptions {
   /** Due times are rounded up to a multiple of this: jobs falling due within one step wake it once. */
   stepMs: number;
   /** At most this many distinct due times are kept; later ones are left to the poll. */
   maxPending: number;
   clock: Clock;
-  /** Something scheduled here fell due. */
-  onDue: () => void;
+  /** Something scheduled here fell due; `at`: the latest due time that did. */
+  onDue: (at: number) => void;
 }
 
 /**
@@ -66,7 +69,8 @@ export class DueAlarm {
     if (next === undefined || next === this.#armedFor) return;
     this.#disarm();
     this.#armedFor = next;
-    this.#timer = this.options.clock.setTimeout(() => this.#fire(), Math.max(0, next - this.options.clock.now()));
+    const wait = Math.min(LONGEST_TIMER_MS, Math.max(0, next - this.options.clock.now()));
+    this.#timer = this.options.clock.setTimeout(() => this.#fire(), wait);
   }
 
   #disarm(): void {
@@ -81,8 +85,9 @@ export class DueAlarm {
     const now = this.options.clock.now();
     let fell = 0;
     while (fell < this.#due.length && (this.#due[fell] as number) <= now) fell++;
+    const latest = this.#due[fell - 1];
     this.#due.splice(0, fell);
     this.#arm();
-    if (fell > 0) this.options.onDue();
+    if (latest !== undefined) this.options.onDue(latest);
   }
 }

@@ -98,7 +98,14 @@ export class JobFeed<J extends FeedJob> {
     this.#budgets = new LaneBudgets(this.#lanes, options.limits, Math.ceil(options.batchSize / 4), () => this.#clock.now());
     this.#backoffMs = options.backoff.initialMs;
     this.#source = new SourceView(options, () => this.#clock.now());
-    this.#alarm = new DueAlarm({ ...options.due, clock: this.#clock, onDue: () => this.pulse() });
+    this.#alarm = new DueAlarm({
+      ...options.due,
+      clock: this.#clock,
+      // A fetch sent since reads the job (or passes it over, and it is left behind): no need for another.
+      onDue: (at) => {
+        if (!this.#source.fetchedSince(at)) this.pulse();
+      },
+    });
   }
 
   get mode(): FeedMode {

@@ -42,6 +42,11 @@ export class SourceView {
     return this.#drainedAt > 0 && this.now() - this.#drainedAt < this.options.drainedForMs;
   }
 
+  /** A fetch went out at or after `at`: it reads every job due by then. */
+  fetchedSince(at: number): boolean {
+    return this.#lastSentAt >= at;
+  }
+
   /** How long a fetch wanted now should wait: while a backlog is read and jobs wait, `fetchSpacingMs` after the last. */
   spacingLeft(waiting: number): number {
     if (!this.#backlog || waiting === 0) return 0;

@@ -61,6 +61,28 @@ test("keeps at most maxPending due times, the earliest; later ones are left to t
   t.deepEqual(woken, [start + 100, start + 200, start + 300]);
 });
 
+test("a due time past the longest timer Node sets (24.8 days) is waited for in steps, and wakes once", (t) => {
+  const { clock, alarm, woken } = setup();
+  const due = clock.now() + 30 * 24 * 3600_000;
+  alarm.at(due);
+  clock.advance(2 ** 31 - 1);
+  t.deepEqual(woken, [], "not yet");
+  t.is(clock.pending, 1, "re-armed for the rest");
+  clock.advance(due - clock.now());
+  t.deepEqual(woken, [due]);
+});
+
+test("it says which due time fell", (t) => {
+  const clock = new FakeClock();
+  const fell: number[] = [];
+  const alarm = new DueAlarm({ stepMs: 20, maxPending: 100, clock, onDue: (at) => fell.push(at) });
+  const start = clock.now();
+  alarm.at(start + 15);
+  alarm.at(start + 40);
+  clock.advance(40);
+  t.deepEqual(fell, [start + 20, start + 40]);
+});
+
 test("stop forgets every due time, clears its timer and takes no more", (t) => {
   const { clock, alarm, woken } = setup();
   alarm.at(clock.now() + 100);

@@ -202,6 +202,16 @@ test("a retry scheduled with dueAt is fetched once it falls due, not at the next
   t.is(feed.mode, "FETCHING", "fell due: fetched");
   await settle();
   t.is(takeAll().length, 1);
+  // A fetch sent once a retry fell due reads it: the alarm asks for no other.
+  const fetches = source.requests.length;
+  feed.dueAt(new Date(clock.now() + 100));
+  clock.advance(100);
+  t.is(feed.mode, "FETCHING");
+  feed.dueAt(new Date(clock.now()));
+  clock.advance(0);
+  await settle();
+  t.is(source.requests.length, fetches + 1, "one fetch, not a second for the retry due as it went out");
+  t.is(feed.mode, "IDLE");
   feed.dueAt(new Date(clock.now() + 1_000));
   await feed.release();
   t.is(clock.pending, 0, "released: its alarm is cleared");
