@@ -302,6 +302,27 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
   });
 }
 
+// Two runs of one job under different locks (an instance took back its own expired job while the old run
+// went on) can share a statement: only the one holding the lock is told it wrote.
+for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
+  testOn(test, target)(`${target.name}: in one statement, only the run holding the job's lock is told it wrote`, async (t) => {
+    const { opened, jobs, clientId } = await openJobs(t, target);
+    const subscription = await subscribe(opened, clientId);
+    await jobs.insert(deliveries(subscription, 2), unlocked);
+    const [saved, removed] = (await jobs.lockDue(request(2))).jobs as [LockedJob, LockedJob];
+    const stale = (job: LockedJob) => new Date(job.lockedAt.getTime() - 60_000);
+    const state = (job: LockedJob, heldLock: Date) => ({ id: job.id, heldLock, nextRunAt: new Date(Date.now() + 60_000), failCount: 1 });
+    t.deepEqual(await jobs.save([state(saved, stale(saved)), state(saved, saved.lockedAt)]), [false, true]);
+    t.deepEqual(
+      await jobs.remove([
+        { id: removed.id, heldLock: stale(removed) },
+        { id: removed.id, heldLock: removed.lockedAt },
+      ]),
+      [removed.id],
+    );
+  });
+}
+
 // The lock statement, prepared while the table is empty as on a new database, keeps to its indexes once
 // 20 000 jobs wait: neither the due scan nor the expired-lock lookup may walk the whole backlog.
 for (const target of storeTargets().filter((t) => t.name === "postgres")) {

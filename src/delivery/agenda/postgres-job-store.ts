@@ -166,20 +166,20 @@ export const SAVE = `
               $8::timestamptz[])
     AS t (id, held_lock, next_run_at, last_run_at, last_finished_at, fail_count, fail_reason, failed_at)
   WHERE j.id = ANY($1::text[]) AND j.id = t.id AND t.held_lock IS NOT NULL AND j.locked_at IS NOT DISTINCT FROM t.held_lock
-  RETURNING j.id`;
+  RETURNING j.id, t.held_lock`;
 
 /** Locks moved forward, where the job still has the lock its run held. */
 export const RENEW = `
   UPDATE wh_delivery_jobs AS j SET locked_at = t.locked_at
   FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS t (id, held_lock, locked_at)
   WHERE j.id = ANY($1::text[]) AND j.id = t.id AND t.held_lock IS NOT NULL AND j.locked_at IS NOT DISTINCT FROM t.held_lock
-  RETURNING j.id`;
+  RETURNING j.id, t.held_lock`;
 
 /** The jobs that still have their held lock ($2), deleted. */
 export const REMOVE = `
   DELETE FROM wh_delivery_jobs AS j USING unnest($1::text[], $2::timestamptz[]) AS t (id, held_lock)
   WHERE j.id = ANY($1::text[]) AND j.id = t.id AND t.held_lock IS NOT NULL AND j.locked_at IS NOT DISTINCT FROM t.held_lock
-  RETURNING j.id`;
+  RETURNING j.id, t.held_lock`;
 
 /**
  * Locks handed back where still held as given. A job handed back left
@@ -190,10 +190,14 @@ export const UNLOCK = `
   FROM unnest($1::text[], $2::timestamptz[]) AS t (id, locked_at)
   WHERE j.id = ANY($1::text[]) AND j.id = t.id AND t.locked_at IS NOT NULL AND j.locked_at IS NOT DISTINCT FROM t.locked_at`;
 
-/** Which of `jobs` a statement answering the ids it touched touched. */
-function touched(jobs: ReadonlyArray<{ id: string }>, rows: ReadonlyArray<{ id: string }>): boolean[] {
-  const ids = new Set(rows.map((row) => row.id));
-  return jobs.map((job) => ids.has(job.id));
+/**
+ * Which of `jobs` a statement touched, from the id and held lock of each
+ * row it answers: two runs of one job under different locks can share a
+ * statement, and only the one holding the lock wrote.
+ */
+function touched(jobs: ReadonlyArray<{ id: string; heldLock: Date }>, rows: ReadonlyArray<{ id: string; held_lock: Date }>): boolean[] {
+  const written = new Set(rows.map((row) => `${row.id} ${row.held_lock.getTime()}`));
+  return jobs.map((job) => written.has(`${job.id} ${job.heldLock.getTime()}`));
 }
 
 type Held = { id: string; heldLock: Date };
@@ -225,7 +229,7 @@ export class PostgresJobStore implements DeliveryJobStore {
     this.#saves = new Coalescer(
       async (jobs) => {
         const column = <T>(pick: (job: JobState) => T) => jobs.map(pick);
-        const { rows } = await pools.bookkeeping.query<{ id: string }>({
+        const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
           name: "wh-save-jobs",
           text: SAVE,
           values: [
@@ -244,7 +248,7 @@ export class PostgresJobStore implements DeliveryJobStore {
       { splitOn: isDataError },
     );
     this.#renewals = new Coalescer(async (jobs) => {
-      const { rows } = await pools.bookkeeping.query<{ id: string }>({
+      const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
         name: "wh-renew-jobs",
         text: RENEW,
         values: [jobs.map((job) => job.id), jobs.map((job) => job.heldLock), jobs.map((job) => job.lockedAt)],
@@ -252,7 +256,7 @@ export class PostgresJobStore implements DeliveryJobStore {
       return touched(jobs, rows);
     });
     this.#removes = new Coalescer(async (jobs) => {
-      const { rows } = await pools.bookkeeping.query<{ id: string }>({
+      const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
         name: "wh-remove-jobs",
         text: REMOVE,
         values: [jobs.map((job) => job.id), jobs.map((job) => job.heldLock)],
