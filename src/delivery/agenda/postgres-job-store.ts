@@ -146,16 +146,18 @@ export const COUNT_JOBS = `
          (SELECT count(*) FROM wh_delivery_jobs WHERE locked_at IS NOT NULL)::int AS locked,
          (SELECT min(next_run_at) FROM wh_delivery_jobs WHERE locked_at IS NULL AND next_run_at <= now()) AS "oldestDueAt"`;
 
-/*
- * The statements on jobs named by id and held lock (save, renew, remove,
- * unlock) find each row through the primary key (`id = ANY`) and compare the
- * lock with IS NOT DISTINCT FROM, which no index serves (a held lock is never
- * NULL; one that were would match nothing). With a plain `=`
- * the planner reads the rows through the locked-jobs index instead: it looks
- * small, but holds an entry for every job locked since the last vacuum
- * (tens of thousands under load), and a delete of 64 jobs read ten times the
- * pages it needs.
+/**
+ * Where a job named by id (t.id) still has the lock its caller holds
+ * (t.held_lock): the condition of every statement on jobs a run holds (save,
+ * renew, remove, unlock). It finds each row through the primary key
+ * (`id = ANY`) and compares the lock with IS NOT DISTINCT FROM, which no index
+ * serves (a held lock is never NULL; one that were would match nothing). With
+ * a plain `=` the planner reads the rows through the locked-jobs index
+ * instead: it looks small, but holds an entry for every job locked since the
+ * last vacuum (tens of thousands under load), and a delete of 64 jobs read ten
+ * times the pages it needs.
  */
+const STILL_HELD = "j.id = ANY($1::text[]) AND j.id = t.id AND t.held_lock IS NOT NULL AND j.locked_at IS NOT DISTINCT FROM t.held_lock";
 
 /** Each ended run's state, written only where the job still has the lock its run held ($2); the lock is released. */
 export const SAVE = `
@@ -165,20 +167,20 @@ export const SAVE = `
   FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::timestamptz[], $6::int[], $7::text[],
               $8::timestamptz[])
     AS t (id, held_lock, next_run_at, last_run_at, last_finished_at, fail_count, fail_reason, failed_at)
-  WHERE j.id = ANY($1::text[]) AND j.id = t.id AND t.held_lock IS NOT NULL AND j.locked_at IS NOT DISTINCT FROM t.held_lock
+  WHERE ${STILL_HELD}
   RETURNING j.id, t.held_lock`;
 
 /** Locks moved forward, where the job still has the lock its run held. */
 export const RENEW = `
   UPDATE wh_delivery_jobs AS j SET locked_at = t.locked_at
   FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS t (id, held_lock, locked_at)
-  WHERE j.id = ANY($1::text[]) AND j.id = t.id AND t.held_lock IS NOT NULL AND j.locked_at IS NOT DISTINCT FROM t.held_lock
+  WHERE ${STILL_HELD}
   RETURNING j.id, t.held_lock`;
 
 /** The jobs that still have their held lock ($2), deleted. */
 export const REMOVE = `
   DELETE FROM wh_delivery_jobs AS j USING unnest($1::text[], $2::timestamptz[]) AS t (id, held_lock)
-  WHERE j.id = ANY($1::text[]) AND j.id = t.id AND t.held_lock IS NOT NULL AND j.locked_at IS NOT DISTINCT FROM t.held_lock
+  WHERE ${STILL_HELD}
   RETURNING j.id, t.held_lock`;
 
 /**
@@ -187,8 +189,8 @@ export const REMOVE = `
  */
 export const UNLOCK = `
   UPDATE wh_delivery_jobs AS j SET locked_at = NULL, locked_by = NULL, next_run_at = COALESCE(j.next_run_at, now())
-  FROM unnest($1::text[], $2::timestamptz[]) AS t (id, locked_at)
-  WHERE j.id = ANY($1::text[]) AND j.id = t.id AND t.locked_at IS NOT NULL AND j.locked_at IS NOT DISTINCT FROM t.locked_at`;
+  FROM unnest($1::text[], $2::timestamptz[]) AS t (id, held_lock)
+  WHERE ${STILL_HELD}`;
 
 /**
  * Which of `jobs` a statement touched, from the id and held lock of each
