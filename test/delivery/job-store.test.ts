@@ -323,28 +323,41 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
   });
 }
 
-// The lock statement, prepared while the table is empty as on a new database, keeps to its indexes once
-// 20 000 jobs wait: neither the due scan nor the expired-lock lookup may walk the whole backlog.
-for (const target of storeTargets().filter((t) => t.name === "postgres")) {
-  testOn(test, target)(`${target.name}: the lock statement's one plan stays on its indexes as the backlog grows`, async (t) => {
-    const { opened, clientId, databaseUrl } = await openJobs(t, target);
-    if (!databaseUrl) return t.fail("a PostgreSQL target has a DATABASE_URL");
-    const subscription = await subscribe(opened, clientId);
-    const client = new pg.Client(withSettings(databaseUrl, STABLE_PLANS));
-    await client.connect();
-    t.teardown(() => client.end());
-    await client.query(`PREPARE lock_probe AS ${LOCK_DUE}`);
-    const args = `(256, 512, 'probe', now(), now() - interval '1 minute', '{}', '{}', 16, '{}', '{}', 64, '{}', '{}')`;
-    await client.query(`EXECUTE lock_probe${args}`);
-    await client.query(
+/**
+ * A connection that plans as the service's pools do (generic plans, no sequential scans) on a fresh job store,
+ * and a way to fill it with 20,000 notifications, each with a job due at `nextRunAt` (SQL), the first `locked`
+ * of them locked.
+ */
+async function plannerProbe(t: ExecutionContext, target: StoreTarget) {
+  const { opened, clientId, databaseUrl } = await openJobs(t, target);
+  if (!databaseUrl) throw new Error("a PostgreSQL target has a DATABASE_URL");
+  const subscription = await subscribe(opened, clientId);
+  const client = new pg.Client(withSettings(databaseUrl, STABLE_PLANS));
+  await client.connect();
+  t.teardown(() => client.end());
+  const addBacklog = (jobs: { nextRunAt: string; locked: number }) =>
+    client.query(
       `WITH n AS (
          INSERT INTO wh_notifications (id, subscription_id, client_id, event, body, status, attempt_count, scheduled, created_at, updated_at)
          SELECT 'ntf_' || lpad(to_hex(g), 32, '0'), $1, $2, 'Order.Created', '{}', 'pending', 0, true, now(), now()
          FROM generate_series(1, 20000) AS g RETURNING id
-       )
-       INSERT INTO wh_delivery_jobs (id, endpoint, client_id, next_run_at) SELECT id, 'e', $2, now() - interval '1 hour' FROM n`,
-      [subscription.id, clientId],
+       ), locked AS (SELECT id, id <= 'ntf_' || lpad(to_hex($3::int), 32, '0') AS locked FROM n)
+       INSERT INTO wh_delivery_jobs (id, endpoint, client_id, next_run_at, locked_at, locked_by)
+       SELECT id, 'e', $2, ${jobs.nextRunAt}, CASE WHEN locked THEN now() END, CASE WHEN locked THEN 'probe' END FROM locked`,
+      [subscription.id, clientId, jobs.locked],
     );
+  return { client, addBacklog };
+}
+
+// The lock statement, prepared while the table is empty as on a new database, keeps to its indexes once
+// 20 000 jobs wait: neither the due scan nor the expired-lock lookup may walk the whole backlog.
+for (const target of storeTargets().filter((t) => t.name === "postgres")) {
+  testOn(test, target)(`${target.name}: the lock statement's one plan stays on its indexes as the backlog grows`, async (t) => {
+    const { client, addBacklog } = await plannerProbe(t, target);
+    await client.query(`PREPARE lock_probe AS ${LOCK_DUE}`);
+    const args = `(256, 512, 'probe', now(), now() - interval '1 minute', '{}', '{}', 16, '{}', '{}', 64, '{}', '{}')`;
+    await client.query(`EXECUTE lock_probe${args}`);
+    await addBacklog({ nextRunAt: "now() - interval '1 hour'", locked: 0 });
     const plan = await planOf(client, `EXECUTE lock_probe${args}`);
     t.regex(plan, /wh_delivery_jobs_due_idx/, plan);
     t.regex(plan, /wh_delivery_jobs_locked_idx/, plan);
@@ -364,22 +377,8 @@ for (const target of storeTargets().filter((t) => t.name === "postgres")) {
 // each of these statements must find its rows through the primary key, never through that index.
 for (const target of storeTargets().filter((t) => t.name === "postgres")) {
   testOn(test, target)(`${target.name}: a run's writes find their jobs by id, not through the locked-jobs index`, async (t) => {
-    const { opened, clientId, databaseUrl } = await openJobs(t, target);
-    if (!databaseUrl) return t.fail("a PostgreSQL target has a DATABASE_URL");
-    const subscription = await subscribe(opened, clientId);
-    const client = new pg.Client(withSettings(databaseUrl, STABLE_PLANS));
-    await client.connect();
-    t.teardown(() => client.end());
-    await client.query(
-      `WITH n AS (
-         INSERT INTO wh_notifications (id, subscription_id, client_id, event, body, status, attempt_count, scheduled, created_at, updated_at)
-         SELECT 'ntf_' || lpad(to_hex(g), 32, '0'), $1, $2, 'Order.Created', '{}', 'pending', 0, true, now(), now()
-         FROM generate_series(1, 20000) AS g RETURNING id
-       )
-       INSERT INTO wh_delivery_jobs (id, endpoint, client_id, next_run_at, locked_at, locked_by)
-       SELECT id, 'e', $2, now(), CASE WHEN id <= 'ntf_' || lpad(to_hex(200), 32, '0') THEN now() END, 'probe' FROM n`,
-      [subscription.id, clientId],
-    );
+    const { client, addBacklog } = await plannerProbe(t, target);
+    await addBacklog({ nextRunAt: "now()", locked: 200 });
     await client.query("ANALYZE wh_delivery_jobs");
     const ids = "ARRAY['ntf_1', 'ntf_2']";
     const at = "ARRAY[now(), now()]";
