@@ -282,6 +282,25 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<Co
       [list[0]?.id, list[2]?.id],
     );
 
+    // Publishes arriving together (one shared statement where the store shares them): each call gets
+    // its own client's and event's subscriptions, in creation order, whoever else asked the same.
+    const other = await clients.ensureWithKey("pager-other", newId("cli"));
+    const theirs = subscription(other.id, { createdAt: seconds(4), event: "Order.Created" });
+    await subscriptions.insert(theirs);
+    const together = await Promise.all([
+      subscriptions.listEnabledForEvent(owner.id, "Order.Created"),
+      subscriptions.listEnabledForEvent(other.id, "Order.Created"),
+      subscriptions.listEnabledForEvent(owner.id, "Order.Shipped"),
+      subscriptions.listEnabledForEvent(owner.id, "Order.Created"),
+      subscriptions.listEnabledForEvent(owner.id, "Order.Cancelled"),
+    ]);
+    t.deepEqual(
+      together.map((found) => found.map((s) => s.id)),
+      [[list[0]?.id, list[2]?.id], [theirs.id], [list[1]?.id], [list[0]?.id, list[2]?.id], []],
+    );
+    t.deepEqual(together[0]?.[0], list[0], "every field comes back");
+    t.not(together[0], together[3], "each call gets its own list");
+
     const target = list[0] as Subscription;
     const rotated: Subscription = {
       ...target,

@@ -120,17 +120,35 @@ const INSERT = `
   INSERT INTO wh_delivery_jobs (id, endpoint, client_id, next_run_at, locked_at, locked_by, trace_context)
   SELECT i.id, input.endpoint, i.client_id, $14::timestamptz, CASE WHEN input.locked THEN $14::timestamptz END, CASE WHEN input.locked THEN $15 END,
          input.trace_context
-  FROM inserted i JOIN input ON input.id = i.id
-  RETURNING *`;
+  FROM inserted i JOIN input ON input.id = i.id`;
 
-/** INSERT's parameters: the notifications', then each job's id, endpoint and whether it goes in locked, the time, the owner and trace contexts. */
-function insertValues(deliveries: readonly NewDelivery[], locked: readonly boolean[], owner: string | null): unknown[] {
+/**
+ * The job INSERT writes for `delivery` when it goes in locked by `owner` at
+ * `at`, as a lock would read it back: the statement inserts every row or
+ * fails, so nothing needs to come back from it.
+ */
+function insertedLocked(delivery: NewDelivery, at: Date, owner: string): LockedJob {
+  const job: LockedJob = {
+    id: delivery.notification.id,
+    endpoint: delivery.endpoint,
+    clientId: delivery.notification.clientId,
+    nextRunAt: at,
+    failCount: 0,
+    lockedAt: at,
+    lastModifiedBy: owner,
+  };
+  if (delivery.traceContext) job.traceContext = delivery.traceContext;
+  return job;
+}
+
+/** INSERT's parameters: the notifications', then each job's id, endpoint and whether it goes in locked, the time (`at`), the owner and trace contexts. */
+function insertValues(deliveries: readonly NewDelivery[], locked: readonly boolean[], at: Date, owner: string | null): unknown[] {
   return [
     ...insertParameters(deliveries.map((delivery) => delivery.notification)),
     deliveries.map((delivery) => delivery.notification.id),
     deliveries.map((delivery) => delivery.endpoint),
     locked,
-    new Date(),
+    at,
     owner,
     deliveries.map((delivery) => delivery.traceContext ?? null),
   ];
@@ -332,13 +350,11 @@ export class PostgresJobStore implements DeliveryJobStore {
   async #insert(calls: Insert[]): Promise<LockedJob[][]> {
     const deliveries = calls.flatMap((call) => call.deliveries);
     const locked = (calls[0] as Insert).lockFor(deliveries);
-    const { rows } = await this.pools.api.query<JobRow>({
-      name: "wh-insert-jobs",
-      text: INSERT,
-      values: insertValues(deliveries, locked, this.options.owner),
-    });
-    const byId = new Map(rows.filter((row) => row.locked_at !== null).map((row) => [row.id, toJob(row) as LockedJob]));
-    return calls.map((call) => call.deliveries.flatMap((delivery) => byId.get(delivery.notification.id) ?? []));
+    const at = new Date();
+    const { owner } = this.options;
+    await this.pools.api.query({ name: "wh-insert-jobs", text: INSERT, values: insertValues(deliveries, locked, at, owner) });
+    let i = 0;
+    return calls.map((call) => call.deliveries.flatMap((delivery) => (locked[i++] ? [insertedLocked(delivery, at, owner)] : [])));
   }
 
   async insertOnce(clientId: string, key: string, deliveries: readonly NewDelivery[]): Promise<{ ids: string[]; duplicate: boolean }> {
@@ -362,6 +378,7 @@ export class PostgresJobStore implements DeliveryJobStore {
           insertValues(
             deliveries,
             deliveries.map(() => false),
+            new Date(),
             null,
           ),
         );
