@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, rename, rm, rmdir } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
+import { setFlagsFromString } from "node:v8";
 import { PGlite } from "@electric-sql/pglite";
 
 const execFileAsync = promisify(execFile);
@@ -15,6 +16,17 @@ const execFileAsync = promisify(execFile);
  * disk read.
  */
 export const EMBEDDED_SHARED_BUFFERS = "32MB";
+
+/**
+ * V8 compiles WebAssembly with its baseline compiler (Liftoff) and then
+ * recompiles hot functions with its optimising one (TurboFan). For PGlite's
+ * PostgreSQL that second tier holds 45–100 MB more resident memory, for
+ * good, and buys no throughput or latency the bench can tell apart from a
+ * shared machine's noise (see docs/performance.md). The flag applies to
+ * modules compiled after it is set: only PGlite's, as the service compiles
+ * no other WebAssembly.
+ */
+export const WASM_FLAGS = "--liftoff-only";
 
 /**
  * Opens the PGlite database in `directory`, creating it first if there is
@@ -32,6 +44,7 @@ export async function openEmbeddedDatabase(directory: string): Promise<PGlite> {
     if (held.length > 0) throw new Error(`${directory} holds files but no database (no PG_VERSION): move it away to start anew`);
     await createInChildProcess(directory);
   }
+  setFlagsFromString(WASM_FLAGS);
   return PGlite.create(directory, { startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`] });
 }
 
