@@ -93,8 +93,9 @@ export async function listen(
       const deadline = setTimeout(() => {
         for (const socket of sockets) socket.destroy();
       }, graceMs);
-      // Keep-alive connections that finish their request close themselves.
-      http1.on("request", (_req, res) => res.setHeader("connection", "close"));
+      // Keep-alive connections that finish their request close themselves. Ahead of the handler,
+      // which may answer at once (health, 404, 503): a header set after it is sent throws.
+      http1.prependListener("request", (_req, res) => res.setHeader("connection", "close"));
       await closed;
       clearTimeout(deadline);
     },
