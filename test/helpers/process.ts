@@ -17,13 +17,21 @@ export async function spawnService(env: Record<string, string>): Promise<Service
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("the service did not start within 60 s")), 60_000);
     child.once("exit", (code) => reject(new Error(`the service exited with ${code} before listening`)));
-    lines.on("line", (line) => {
-      const entry = JSON.parse(line) as { msg?: string; port?: number };
+    const onLine = (line: string) => {
+      // A line cut short (the child killed mid-write) is no JSON: it is not the one looked for.
+      let entry: { msg?: string; port?: number };
+      try {
+        entry = JSON.parse(line);
+      } catch {
+        return;
+      }
       if (entry.msg === "webhook service listening" && entry.port) {
         clearTimeout(timer);
+        lines.off("line", onLine);
         resolve(entry.port);
       }
-    });
+    };
+    lines.on("line", onLine);
   });
   // Keep draining the log so the child never blocks on a full pipe.
   lines.on("line", () => {});

@@ -94,7 +94,14 @@ export async function startSdkReceiver(adapter: AdapterName, options: SdkReceive
         listener(request, response);
       });
     }
-    await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+    await new Promise<void>((resolve, reject) => {
+      // A restart on the same port that another socket took meanwhile fails the test, not the process.
+      server.once("error", reject);
+      server.listen(port, "127.0.0.1", () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
     listening = (server.address() as AddressInfo).port;
     close = async () => {
       server.closeAllConnections();

@@ -15,6 +15,8 @@ const postgres = storeTargets().find((target) => target.name === "postgres");
 async function twoBuses(t: ExecutionContext, target: StoreTarget) {
   const store = await target.create();
   const pools = [0, 1].map(() => new pg.Pool({ connectionString: store.env.DATABASE_URL, max: 4 }));
+  // The database is dropped WITH (FORCE) at the end: a connection still closing then is terminated.
+  for (const pool of pools) pool.on("error", () => {});
   const ends = pools.map(trackConnections);
   const errors: unknown[] = [];
   const [sender, listener] = pools.map((pool) => new PostgresMessageBus(pool, (error) => errors.push(error))) as [
