@@ -23,7 +23,7 @@ import { Agent } from "undici";
 import { signBody } from "../src/domain/signature.js";
 import { generateEd25519KeyPair, standardWebhooksHeaders } from "../src/domain/standard-webhooks.js";
 import { SCHEMES, type Scheme, type SchemeFigures, schemeTable } from "./schemes.js";
-import { steadyRate, summarise } from "./stats.js";
+import { median, steadyRate, summarise } from "./stats.js";
 import { type Figure, summary, verdicts } from "./targets.js";
 
 const quick = process.argv.includes("--quick");
@@ -50,13 +50,14 @@ const SERVICE_NODE_ARGS = [...(existsSync(SERVICE_PRELOAD) ? ["--require", SERVI
 /** The environment `npm start` gives it (glibc's malloc thresholds: see docs/performance.md, Memory). */
 const SERVICE_ENV = { MALLOC_MMAP_THRESHOLD_: "131072", MALLOC_TRIM_THRESHOLD_: "131072" };
 const MASTER = "ab".repeat(32);
-// BENCH_EVENTS overrides the throughput scenario's event count (for profiling).
+// BENCH_EVENTS overrides the events of each of the throughput scenario's segments (for profiling).
 // Latency phases are repeated (`repeats` × `latencySeconds`): the median of their p99s is reported, with the spread.
 const SIZE_BASE = quick
   ? {
       ceiling: 3000,
       warmupEvents: 50,
       events: 200,
+      throughputSegments: 1,
       fanOut: 10,
       latencySeconds: 2,
       repeats: 1,
@@ -65,9 +66,10 @@ const SIZE_BASE = quick
       backlogFanOut: 20,
     }
   : {
-      ceiling: 20_000,
+      ceiling: 10_000,
       warmupEvents: 200,
-      events: 3000,
+      events: 2000,
+      throughputSegments: 3,
       fanOut: 10,
       latencySeconds: 10,
       repeats: 3,
@@ -245,6 +247,24 @@ async function machineBusyMs(): Promise<number> {
   return ((user + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0)) * 1000) / 100;
 }
 
+/**
+ * Waits (up to 15 s) until the machine is quiet: under a tenth of a core
+ * busy over a quarter second. What a scenario leaves behind (the service's
+ * last writes, PostgreSQL's vacuum of the rows it churned) would otherwise
+ * run during the next ceiling run and slow it.
+ */
+async function settle(): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  let before = await machineBusyMs();
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const now = await machineBusyMs();
+    if (!(now - before > 25)) return;
+    before = now;
+  }
+  if (!asJson) console.error("  (the machine did not go quiet within 15 s: the ceiling runs beside whatever keeps it busy)");
+}
+
 /** CPU time (user + system, all threads) a process has used, from /proc/<pid>/stat (Linux; NaN elsewhere). */
 async function processCpuMs(pid: number | undefined): Promise<number> {
   const text = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
@@ -273,6 +293,8 @@ async function runStore(
   storeCpuMs: () => Promise<number>,
   receiver: ChildProcess,
   receiverPort: number,
+  /** Measures `scheme`'s ceiling now (the service idle): (a) is bracketed by it. */
+  ceilingNow: (scheme: Scheme, when: string) => Promise<number>,
 ) {
   const port = await freePort();
   // BENCH_CPU_PROFILE=dir writes the service's V8 CPU profile there (node --cpu-prof).
@@ -372,6 +394,17 @@ async function runStore(
       return last;
     };
 
+    /** Waits (up to 60 s) until the service has nothing pending, as /metrics says (with metrics off, it cannot tell). */
+    const drained = async () => {
+      if (!metricsOn) return;
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline) {
+        if (pendingOf(await (await fetch(`${base}/metrics`)).text()) === "0") return;
+        await sleep(250);
+      }
+      if (!asJson) console.error("  (notifications were still pending after 60 s: the next scenario runs beside them)");
+    };
+
     /**
      * p99 publish→receipt at `rate`/s to one subscription, over `SIZE.repeats` phases of
      * `SIZE.latencySeconds`: the median of the phases' p99s, their spread, and what was lost.
@@ -389,74 +422,117 @@ async function runStore(
         p50 = got.p50;
         lost += sent.notifications - got.count;
       }
-      const sorted = [...p99s].sort((x, y) => x - y);
       return {
-        p99: sorted[Math.floor(sorted.length / 2)] as number,
-        spread: sorted.length > 1 ? `median of ${sorted.length}, ${sorted[0]}–${sorted.at(-1)} ms` : "",
+        p99: median(p99s),
+        spread: p99s.length > 1 ? `median of ${p99s.length}, ${Math.min(...p99s)}–${Math.max(...p99s)} ms` : "",
         p50,
         lost,
       };
     };
 
-    /** (a) throughput with `scheme`'s subscriptions (its `scenario` names its figures). */
+    /**
+     * (a) throughput with `scheme`'s subscriptions (its `scenario` names its figures), in
+     * SIZE.throughputSegments segments, each between two runs of the ceiling loop: its share is
+     * of the mean of those two, taken seconds apart, not minutes (a shared machine's speed drifts
+     * by 10-20 % over minutes). The figures are the segments' median, with their range.
+     */
     const throughput = async (scheme: Scheme) => {
       const { scenario: name, event, tag } = scheme;
-      phase(store, `(${name}) throughput: ${SIZE.events} events × ${SIZE.fanOut} ${scheme.name} subscriptions, as fast as accepted`);
+      const segments = SIZE.throughputSegments;
+      phase(
+        store,
+        `(${name}) throughput: ${segments} × ${SIZE.events} events × ${SIZE.fanOut} ${scheme.name} subscriptions, as fast as accepted, each between two ceiling runs`,
+      );
       await subscribe(event, SIZE.fanOut, tag, { signatureScheme: scheme.signatureScheme });
       // Warm-up, as the ceiling's loop has one: the same publishes and deliveries, not counted,
       // so that (a) measures the service once its code is compiled, not V8 compiling it.
       receiver.send({ type: "reset" });
       const warmup = await publish(event, SIZE.warmupEvents, 0, 16);
       await collect(warmup.notifications, 60_000, tag);
-      receiver.send({ type: "reset" });
-      const publishStarted = Date.now();
-      const cpuBefore = await machineBusyMs();
-      const serviceCpuBefore = await processCpuMs(service.pid);
-      const receiverCpuBefore = await processCpuMs(receiver.pid);
-      const storeCpuBefore = await storeCpuMs();
-      const sent = await publish(event, SIZE.events, 0, Number(process.env.BENCH_PUBLISHERS ?? 64));
-      const a = await collect(sent.notifications, 300_000, tag);
-      const cpuPerNotification = ((await machineBusyMs()) - cpuBefore) / a.records.length;
-      const serviceCpuPerNotification = ((await processCpuMs(service.pid)) - serviceCpuBefore) / a.records.length;
-      const receiverCpuPerNotification = ((await processCpuMs(receiver.pid)) - receiverCpuBefore) / a.records.length;
-      const storeCpuPerNotification = ((await storeCpuMs()) - storeCpuBefore) / a.records.length;
-      // BENCH_TIMELINE=1 prints deliveries per second, marking where publishing ended (for profiling).
-      if (process.env.BENCH_TIMELINE)
-        printTimeline(
-          a.records.map((r) => r.at - publishStarted),
-          sent.durationMs,
-        );
-      const delivered = steadyRate(a.records.map((r) => r.at));
-      report({ store, figure: `(${name}) delivered notifications/s (steady)`, value: delivered, unit: "/s" });
+      const measured: Array<{
+        delivered: number;
+        share: number;
+        accepted: number;
+        cpu: { machine: number; service: number; receiver: number; store: number };
+      }> = [];
+      let lost = 0;
+      let received = 0;
+      let ceilingBefore = await ceilingNow(scheme, `${store}, before (${name})`);
+      for (let segment = 1; segment <= segments; segment++) {
+        receiver.send({ type: "reset" });
+        const publishStarted = Date.now();
+        const cpuBefore = await machineBusyMs();
+        const serviceCpuBefore = await processCpuMs(service.pid);
+        const receiverCpuBefore = await processCpuMs(receiver.pid);
+        const storeCpuBefore = await storeCpuMs();
+        const sent = await publish(event, SIZE.events, 0, Number(process.env.BENCH_PUBLISHERS ?? 64));
+        const a = await collect(sent.notifications, 300_000, tag);
+        const per = (ms: number) => (ms * 1000) / a.records.length;
+        const cpu = {
+          machine: per((await machineBusyMs()) - cpuBefore),
+          service: per((await processCpuMs(service.pid)) - serviceCpuBefore),
+          receiver: per((await processCpuMs(receiver.pid)) - receiverCpuBefore),
+          store: per((await storeCpuMs()) - storeCpuBefore),
+        };
+        // BENCH_TIMELINE=1 prints deliveries per second, marking where publishing ended (for profiling).
+        if (process.env.BENCH_TIMELINE)
+          printTimeline(
+            a.records.map((r) => r.at - publishStarted),
+            sent.durationMs,
+          );
+        lost += sent.notifications - a.records.length + a.unsigned;
+        received += a.records.length;
+        const delivered = steadyRate(a.records.map((r) => r.at));
+        const ceilingAfter = await ceilingNow(scheme, `${store}, after (${name}) #${segment}`);
+        measured.push({
+          delivered,
+          share: (100 * delivered) / ((ceilingBefore + ceilingAfter) / 2),
+          accepted: (sent.notifications * 1000) / sent.durationMs,
+          cpu,
+        });
+        ceilingBefore = ceilingAfter;
+      }
+      const middle = (pick: (m: (typeof measured)[number]) => number) => {
+        const values = measured.map(pick);
+        return {
+          value: median(values),
+          note: values.length > 1 ? `median of ${values.length} segments: ${values.map((v) => fmt(v)).join(", ")}` : "",
+        };
+      };
+      const delivered = middle((m) => m.delivered);
+      const share = middle((m) => m.share);
+      report({ store, figure: `(${name}) delivered notifications/s (steady)`, ...delivered, unit: "/s" });
+      report({ store, figure: `(${name}) accepted notifications/s (publish side)`, ...middle((m) => m.accepted), unit: "/s" });
+      const machineCpu = middle((m) => m.cpu.machine).value;
+      const serviceCpu = middle((m) => m.cpu.service).value;
+      const receiverCpu = middle((m) => m.cpu.receiver).value;
+      const storeCpu = middle((m) => m.cpu.store).value;
+      report({ store, figure: `(${name}) machine CPU per notification`, value: machineCpu, unit: "µs" });
+      report({ store, figure: `(${name}) service process CPU per notification`, value: serviceCpu, unit: "µs" });
+      if (Number.isFinite(storeCpu))
+        report({ store, figure: `(${name}) database server CPU per notification`, value: storeCpu, unit: "µs" });
+      report({ store, figure: `(${name}) receiver CPU per notification`, value: receiverCpu, unit: "µs" });
+      report({ store, figure: `(${name}) lost / unsigned`, value: lost, unit: "", key: "lost" });
+      rows.push({ store, figure: `(${name}) delivered notifications`, value: received, unit: "" });
+      // Only RSA's share has a target: the contract's scheme is what every subscription gets by default.
       report({
         store,
-        figure: `(${name}) accepted notifications/s (publish side)`,
-        value: (sent.notifications * 1000) / sent.durationMs,
-        unit: "/s",
+        figure: `(${name}) service / ceiling (the ceilings around it)`,
+        ...share,
+        unit: "%",
+        ...(scheme.signatureScheme === "RSA_SHA256" ? { key: "a.ratio" } : {}),
       });
-      report({ store, figure: `(${name}) machine CPU per notification`, value: cpuPerNotification * 1000, unit: "µs" });
-      report({ store, figure: `(${name}) service process CPU per notification`, value: serviceCpuPerNotification * 1000, unit: "µs" });
-      if (Number.isFinite(storeCpuPerNotification))
-        report({ store, figure: `(${name}) database server CPU per notification`, value: storeCpuPerNotification * 1000, unit: "µs" });
-      report({ store, figure: `(${name}) receiver CPU per notification`, value: receiverCpuPerNotification * 1000, unit: "µs" });
-      report({
-        store,
-        figure: `(${name}) lost / unsigned`,
-        value: sent.notifications - a.records.length + a.unsigned,
-        unit: "",
-        key: "lost",
-      });
-      rows.push({ store, figure: `(${name}) delivered notifications`, value: a.records.length, unit: "" });
+      rows.push({ store, figure: `(${name}) ratio to ceiling`, value: share.value / 100, unit: "" });
       schemeFigures.push({
         store,
         scheme: scheme.name,
-        // Its share of the ceiling is added once the ceiling after this store is measured.
-        deliveredPerSecond: delivered,
+        deliveredPerSecond: delivered.value,
+        shareOfCeilingPercent: share.value,
         cpuPerNotificationMicros: {
-          service: serviceCpuPerNotification * 1000,
-          ...(Number.isFinite(storeCpuPerNotification) ? { database: storeCpuPerNotification * 1000 } : {}),
-          receiver: receiverCpuPerNotification * 1000,
-          machine: cpuPerNotification * 1000,
+          service: serviceCpu,
+          ...(Number.isFinite(storeCpu) ? { database: storeCpu } : {}),
+          receiver: receiverCpu,
+          machine: machineCpu,
         },
       });
     };
@@ -497,19 +573,41 @@ async function runStore(
     if (runs("c")) {
       // (c) retry storm: 30% of subscriptions answer 500. Its baseline is the same load with every
       // subscription answering 200: the same fan-out and rate, so the ratio is the storm's doing.
-      phase(store, `(c) retry storm: 20 events/s × 10 subscriptions for ${SIZE.stormSeconds} s calm, then with 3 answering 500`);
+      // Each is SIZE.repeats phases of SIZE.stormSeconds, calm ones first (a calm phase after the
+      // storm would carry its retries); each figure is the median of its phases' p99s.
+      phase(
+        store,
+        `(c) retry storm: 20 events/s × 10 subscriptions, ${SIZE.repeats} × ${SIZE.stormSeconds} s calm, then ${SIZE.repeats} × ${SIZE.stormSeconds} s with 3 answering 500`,
+      );
       const storm = await subscribe("Bench.Storm", 10, "c");
-      receiver.send({ type: "reset" });
-      const c0 = await publish("Bench.Storm", 20 * SIZE.stormSeconds, 20, 8);
-      const calm = summarise((await collect(c0.notifications, 60_000, "c")).records.map((r) => r.latencyMs));
-      receiver.send({ type: "reset" });
-      receiver.send({ type: "failing", failing: storm.slice(0, 3) });
-      const c1 = await publish("Bench.Storm", 20 * SIZE.stormSeconds, 20, 8);
-      const c = summarise((await collect((c1.notifications * 7) / 10, 60_000, "c")).records.map((r) => r.latencyMs));
-      report({ store, figure: "(c) p99 at the same load, no failures", value: calm.p99, unit: "ms" });
-      report({ store, figure: "(c) healthy p99 during a retry storm", value: c.p99, unit: "ms" });
+      // The receiver's reset forgets which subscriptions fail: each phase names them again.
+      const phases = async (failing: string[]) => {
+        const healthyShare = 1 - failing.length / storm.length;
+        const p99s: number[] = [];
+        let lost = 0;
+        for (let repeat = 0; repeat < SIZE.repeats; repeat++) {
+          receiver.send({ type: "reset", failing });
+          const sent = await publish("Bench.Storm", 20 * SIZE.stormSeconds, 20, 8);
+          const expected = Math.round(sent.notifications * healthyShare);
+          const got = summarise((await collect(expected, 60_000, "c")).records.map((r) => r.latencyMs));
+          p99s.push(got.p99);
+          lost += expected - got.count;
+        }
+        return {
+          p99: median(p99s),
+          spread: p99s.length > 1 ? `median of ${p99s.length}: ${p99s.join(", ")} ms` : "",
+          lost,
+        };
+      };
+      const calm = await phases([]);
+      const c = await phases(storm.slice(0, 3));
+      report({ store, figure: "(c) p99 at the same load, no failures", note: calm.spread, value: calm.p99, unit: "ms" });
+      report({ store, figure: "(c) healthy p99 during a retry storm", note: c.spread, value: c.p99, unit: "ms" });
       report({ store, figure: "(c) storm p99 / calm p99", value: c.p99 / calm.p99, unit: "×", key: "c.ratio" });
-      report({ store, figure: "(c) lost", value: c0.notifications - calm.count, unit: "", key: "lost" });
+      report({ store, figure: "(c) lost", value: calm.lost + c.lost, unit: "", key: "lost" });
+      // The storm's retries run on for up to 31 s (RETRY_SCHEDULE): answered now, they end before the next scenario.
+      receiver.send({ type: "reset" });
+      await drained();
     }
     if (runs("f")) {
       // (f) fairness: one client's latency at (b)'s rate, alone and then next to another client's
@@ -577,6 +675,11 @@ async function runStore(
 
 const SCRAPES = 9;
 
+/** The service's pending notifications, as its /metrics text says (undefined if it does not say). */
+function pendingOf(metrics: string): string | undefined {
+  return /^webhook_queue_pending (\S+)$/m.exec(metrics)?.[1];
+}
+
 /** How long Prometheus waits for a scrape of /metrics (one after another, as it scrapes), and the pending count it read. */
 async function scrapeTime(base: string): Promise<{ median: number; max: number; pending: string }> {
   const times: number[] = [];
@@ -588,9 +691,7 @@ async function scrapeTime(base: string): Promise<{ median: number; max: number; 
     if (!response.ok) throw new Error(`GET /metrics: ${response.status} ${text}`);
     times.push(performance.now() - start);
   }
-  const sorted = times.sort((a, b) => a - b);
-  const pending = /^webhook_queue_pending (\S+)$/m.exec(text)?.[1] ?? "missing";
-  return { median: sorted[Math.floor(SCRAPES / 2)] as number, max: sorted.at(-1) as number, pending };
+  return { median: median(times), max: Math.max(...times), pending: pendingOf(text) ?? "missing" };
 }
 
 let postgresVersion: string | undefined;
@@ -599,12 +700,9 @@ async function main() {
   if (!asJson) console.error(`webhook service benchmark (${quick ? "quick" : "full"}), ${new Date().toISOString()}`);
   const receiver = await child("receiver.ts");
   const receiverPort = receiver.ready.port as number;
-  // The ceiling is measured before and after each store's run, and each ratio uses the mean of the
-  // two: a shared machine's speed drifts by 10-20 % over minutes.
-  // The RSA ceiling is measured on every run, as (a) and the targets use it; another scheme's only
-  // when its throughput scenario runs.
-  const ceilingSchemes = SCHEMES.filter((scheme) => scheme.signatureScheme === "RSA_SHA256" || runs(scheme.scenario));
+  // The ceiling (the bare sign+POST loop) is measured around each segment of (a), in (a)'s scheme.
   const measureCeiling = async (scheme: Scheme, when: string) => {
+    await settle();
     const measured = await ceiling(receiver.process, receiverPort, scheme);
     const label = scheme.signatureScheme === "RSA_SHA256" ? "ceiling" : `ceiling, ${scheme.name}`;
     report({ store: "machine", figure: `${label}: bare sign+POST loop (${when})`, value: measured.rate, unit: "/s" });
@@ -617,8 +715,6 @@ async function main() {
     });
     return measured.rate;
   };
-  const bare = new Map<Scheme, number>();
-  for (const scheme of ceilingSchemes) bare.set(scheme, await measureCeiling(scheme, "first"));
 
   const stores: Array<
     [
@@ -676,24 +772,7 @@ async function main() {
     if (onlyStore && name !== onlyStore) continue;
     const prepared = await prepare();
     try {
-      await runStore(name, prepared.env, prepared.size, prepared.cpu, receiver.process, receiverPort);
-      for (const scheme of ceilingSchemes) {
-        const after = await measureCeiling(scheme, `after ${name}`);
-        const mean = ((bare.get(scheme) as number) + after) / 2;
-        bare.set(scheme, after);
-        const figures = schemeFigures.find((f) => f.store === name && f.scheme === scheme.name);
-        if (figures) figures.shareOfCeilingPercent = (100 * figures.deliveredPerSecond) / mean;
-        const delivered = figures?.deliveredPerSecond ?? Number.NaN;
-        // Only RSA's share has a target: the contract's scheme is what every subscription gets by default.
-        report({
-          store: name,
-          figure: `(${scheme.scenario}) service / ceiling (mean of before and after)`,
-          value: (100 * delivered) / mean,
-          unit: "%",
-          ...(scheme.signatureScheme === "RSA_SHA256" ? { key: "a.ratio" } : {}),
-        });
-        rows.push({ store: name, figure: `(${scheme.scenario}) ratio to ceiling`, value: delivered / mean, unit: "" });
-      }
+      await runStore(name, prepared.env, prepared.size, prepared.cpu, receiver.process, receiverPort, measureCeiling);
     } finally {
       await prepared.done();
     }

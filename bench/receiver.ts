@@ -90,6 +90,8 @@ process.on("message", (message: { type: string; keys?: Record<string, string>; f
     records = [];
     seen.clear();
     failing.clear();
+    // A reset may name the subscriptions that fail from now on: no request is answered in between.
+    for (const id of message.failing ?? []) failing.add(id);
     unsigned = 0;
     requests = 0;
   }

@@ -45,7 +45,7 @@ export interface SchemeFigures {
   store: string;
   scheme: string;
   deliveredPerSecond: number;
-  /** Of the mean of the scheme's ceilings measured before and after the store; absent for the ceiling itself. */
+  /** The median of its segments' shares, each of the mean of the ceilings measured just before and after it; absent for the ceiling itself. */
   shareOfCeilingPercent?: number;
   /** Per delivered notification; a process not measured is absent (the ceiling has no service or database). */
   cpuPerNotificationMicros: { service?: number; database?: number; receiver?: number; machine: number };
@@ -54,7 +54,7 @@ export interface SchemeFigures {
 const fmt = (n: number | undefined) =>
   n === undefined || !Number.isFinite(n) ? "—" : Math.abs(n) >= 100 ? Math.round(n).toString() : n.toFixed(1);
 
-/** A line per store and scheme; the ceiling's line is the mean of its runs (before and after each store). */
+/** A line per store and scheme; the ceiling's line is the mean of its runs (around each segment of (a)). */
 export function schemeTable(figures: readonly SchemeFigures[]): string {
   const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
   const lines: SchemeFigures[] = [];

@@ -5,6 +5,12 @@ export function percentile(sorted: readonly number[], p: number): number {
   return sorted[index] as number;
 }
 
+/** The middle value (the upper of the two middle ones for an even count); NaN for none. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length === 0 ? Number.NaN : (sorted[Math.floor(sorted.length / 2)] as number);
+}
+
 export function summarise(values: readonly number[]): { count: number; p50: number; p95: number; p99: number; max: number } {
   const sorted = [...values].sort((a, b) => a - b);
   return {
