@@ -10,6 +10,7 @@ delivery, to watch the service retry it and the receiver process it once.
 import argparse
 import json
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from webhook_receiver import MemorySeenStore, Receiver, VerifiedNotification
@@ -45,6 +46,25 @@ def make_handler(receiver: Receiver) -> type:
     return NotificationHandler
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A client that hangs up mid-request is no error of ours: no traceback for it."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
+
+_output = threading.Lock()
+
+
+def emit(line: dict) -> None:
+    """One JSON line on stdout. Requests run on their own threads: a line is written whole, never interleaved."""
+    with _output:
+        sys.stdout.write(json.dumps(line) + "\n")
+        sys.stdout.flush()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=9000)
@@ -53,10 +73,17 @@ def main() -> None:
     args = parser.parse_args()
     keys = [open(path, encoding="ascii").read() for path in args.keys]
     failed = set()
+    failing = threading.Lock()
+
+    def fails_first(job_id: str) -> bool:
+        with failing:
+            if job_id in failed:
+                return False
+            failed.add(job_id)
+            return True
 
     def on_notification(notification: VerifiedNotification) -> None:
-        if args.fail_first and notification.job_id not in failed:
-            failed.add(notification.job_id)
+        if args.fail_first and fails_first(notification.job_id):
             raise RuntimeError("failing the first delivery on purpose (--fail-first)")
         line = {
             "processed": notification.job_id,
@@ -66,14 +93,14 @@ def main() -> None:
             "keyIndex": notification.key_index,
             "payload": notification.payload,
         }
-        print(json.dumps(line), flush=True)
+        emit(line)
 
     def on_error(error: BaseException, stage: str) -> None:
-        print(json.dumps({"refused" if stage == "verify" else "failed": type(error).__name__, "message": str(error)}), flush=True)
+        emit({"refused" if stage == "verify" else "failed": type(error).__name__, "message": str(error)})
 
     receiver = Receiver(keys, on_notification, seen=MemorySeenStore(), on_error=on_error)
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(receiver))
-    print(json.dumps({"listening": server.server_address[1]}), flush=True)
+    server = QuietServer(("127.0.0.1", args.port), make_handler(receiver))
+    emit({"listening": server.server_address[1]})
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -7,6 +7,7 @@ import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import test from "ava";
 import { createClient } from "../helpers/admin.js";
+import { spawnOwned } from "../helpers/children.js";
 import { type ReceivedRequest, Receiver } from "../helpers/receiver.js";
 import { replay } from "../helpers/sdk-receiver.js";
 import { rest, sharedService } from "../helpers/service.js";
@@ -45,11 +46,20 @@ async function startExample(args: string[]): Promise<{
   lines: Array<Record<string, unknown>>;
   waitFor: (predicate: () => boolean, what: string) => Promise<void>;
 }> {
-  const child = spawn(PYTHON, ["example_server.py", "--port", "0", ...args], { cwd: PACKAGE, env, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawnOwned(PYTHON, ["example_server.py", "--port", "0", ...args], {
+    cwd: PACKAGE,
+    env,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   const lines: Array<Record<string, unknown>> = [];
   let wake: () => void = () => {};
   createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
-    lines.push(JSON.parse(line) as Record<string, unknown>);
+    // Anything that is not one JSON object is kept as it came, for the failure message to show.
+    try {
+      lines.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      lines.push({ unparsed: line });
+    }
     wake();
   });
   const waitFor = async (predicate: () => boolean, what: string) => {
@@ -123,4 +133,9 @@ pythonTest("the Python example receiver verifies real deliveries, processes each
   t.deepEqual([tampered.status, tampered.json.error], [401, "invalid_signature"]);
   await example.waitFor(() => example.lines.some((line) => line.refused === "InvalidSignatureError"), "the tampered replay reported");
   t.is(processed().length, jobs.size + 1, "the duplicates and the tampered replay processed nothing");
+  t.deepEqual(
+    example.lines.filter((line) => "unparsed" in line),
+    [],
+    "each line printed whole, whichever request's thread printed it",
+  );
 });
