@@ -1,6 +1,6 @@
-import { spawn } from "node:child_process";
 import { connect, createServer } from "node:net";
 import test from "ava";
+import { spawnOwned } from "./helpers/children.js";
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -13,12 +13,12 @@ async function freePort(): Promise<number> {
 test("examples/quickstart.sh, the README's quick start, runs end to end", async (t) => {
   t.timeout(240_000);
   const env = { ...process.env, PORT: String(await freePort()), RECEIVER_PORT: String(await freePort()) };
-  const child = spawn("bash", ["examples/quickstart.sh"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawnOwned("bash", ["examples/quickstart.sh"], { env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
-  child.stdout.on("data", (chunk: Buffer) => {
+  child.stdout?.on("data", (chunk: Buffer) => {
     output += chunk.toString();
   });
-  child.stderr.on("data", (chunk: Buffer) => {
+  child.stderr?.on("data", (chunk: Buffer) => {
     output += chunk.toString();
   });
   const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));

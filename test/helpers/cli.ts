@@ -1,5 +1,6 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
+import { spawnOwned } from "./children.js";
 
 export interface CliResult {
   code: number | null;
@@ -9,7 +10,7 @@ export interface CliResult {
 
 /** The `webhooks` CLI as its own process, from its sources. */
 export function spawnCli(args: readonly string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+  return spawnOwned(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
     env: { ...process.env, NO_COLOR: "1", ...env },
     stdio: ["pipe", "pipe", "pipe"],
   });

@@ -1,5 +1,6 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
+import { spawnOwned } from "./children.js";
 import { FAST_TEST_ENV } from "./service.js";
 
 export interface ServiceProcess {
@@ -9,7 +10,7 @@ export interface ServiceProcess {
 
 /** The service as its own process (`src/main.ts`), for tests that kill it. */
 export async function spawnService(env: Record<string, string>): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawnOwned(process.execPath, ["--import", "tsx", "src/main.ts"], {
     env: { ...process.env, ...FAST_TEST_ENV, LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -51,7 +52,7 @@ export function kill(service: ServiceProcess, signal: NodeJS.Signals): Promise<v
  * and stderr, or "served" (and then killed) if it started listening instead.
  */
 export function startExpectingExit(env: Record<string, string>): Promise<{ code: number | null | "served"; stderr: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawnOwned(process.execPath, ["--import", "tsx", "src/main.ts"], {
     env: { ...process.env, ...FAST_TEST_ENV, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
