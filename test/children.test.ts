@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import test from "ava";
@@ -34,7 +35,11 @@ test("a child started with spawnOwned dies with the process that started it, eve
     closed = true;
   });
   const [pidLine] = await Promise.all([
-    new Promise<string>((resolve) => createInterface({ input: parent.stdout }).once("line", resolve)),
+    // A parent that ends without printing gives "" (and fails below) rather than a hang.
+    new Promise<string>((resolve) => {
+      createInterface({ input: parent.stdout }).once("line", resolve);
+      parent.once("exit", () => resolve(""));
+    }),
     new Promise((resolve) => parent.once("exit", resolve)),
   ]);
   t.not(parent.exitCode, 0, "the parent ended on its exception");
@@ -45,4 +50,29 @@ test("a child started with spawnOwned dies with the process that started it, eve
   });
   t.true(await until(() => !alive(pid), 10_000), `the child ${pid} outlived its parent`);
   t.true(await until(() => closed, 10_000), "the parent's output closed: no child holds it");
+});
+
+test("a child started with spawnOwned dies with a parent ended by SIGTERM, and the parent still ends by that signal", async (t) => {
+  const script = `
+    import { spawnOwned } from "./test/helpers/children.ts";
+    const child = spawnOwned(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: ["ignore", "ignore", "inherit"] });
+    console.log(child.pid);
+    setInterval(() => {}, 1000);
+  `;
+  const parent = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
+  parent.stderr.resume();
+  const pidLine = await new Promise<string>((resolve) => {
+    createInterface({ input: parent.stdout }).once("line", resolve);
+    parent.once("exit", () => resolve(""));
+  });
+  const pid = Number(pidLine);
+  t.true(Number.isInteger(pid) && pid > 0, pidLine);
+  t.teardown(() => {
+    if (pid > 0 && alive(pid)) process.kill(pid, "SIGKILL");
+  });
+  const exited = once(parent, "exit");
+  parent.kill("SIGTERM");
+  const [, signal] = (await exited) as [number | null, NodeJS.Signals | null];
+  t.is(signal, "SIGTERM", "the signal, raised again, ended the parent");
+  t.true(await until(() => !alive(pid), 10_000), `the child ${pid} outlived its parent`);
 });

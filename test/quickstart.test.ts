@@ -13,7 +13,8 @@ async function freePort(): Promise<number> {
 test("examples/quickstart.sh, the README's quick start, runs end to end", async (t) => {
   t.timeout(240_000);
   const env = { ...process.env, PORT: String(await freePort()), RECEIVER_PORT: String(await freePort()) };
-  const child = spawnOwned("bash", ["examples/quickstart.sh"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  // SIGTERM, should the test end first: the script's own trap stops what it started.
+  const child = spawnOwned("bash", ["examples/quickstart.sh"], { env, stdio: ["ignore", "pipe", "pipe"] }, "SIGTERM");
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => {
     output += chunk.toString();
