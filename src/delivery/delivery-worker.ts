@@ -1,7 +1,13 @@
 import type { Logger } from "pino";
 import type { DeliveryEvent, DeliveryObserver } from "../domain/delivery-events.js";
 import type { KeySealer } from "../domain/key-sealing.js";
-import { type Notification, SUBSCRIPTION_DELETED, type Subscription } from "../domain/model.js";
+import {
+  type DeliveryAttempt,
+  type Notification,
+  type NotificationStatus,
+  SUBSCRIPTION_DELETED,
+  type Subscription,
+} from "../domain/model.js";
 import type { Store } from "../domain/ports.js";
 import { isRelay } from "../domain/relay.js";
 import type { RetryPolicy } from "../domain/retry-policy.js";
@@ -17,6 +23,18 @@ export type AttemptOutcome =
   | { kind: "retry"; reason: string; retry: number; retryAfterMs?: number }
   /** Shutdown interrupted the attempt: run the same attempt again later. */
   | { kind: "requeue" };
+
+/** What the scheduler running an attempt wants to hear of it, or do in its place. */
+export interface AttemptHooks {
+  /** The receiver's answer (or the failure to get one) is in. */
+  onRequestDone?: () => void;
+  /**
+   * Records an attempt that ends its notification (delivered, or failed for
+   * good) in place of the store's recordAttempt, so that the scheduler can
+   * end the notification's job in the same write.
+   */
+  recordFinal?: (attempt: DeliveryAttempt, status: Extract<NotificationStatus, "delivered" | "failed">) => Promise<void>;
+}
 
 /** Reads in hand for attempts about to run (see expect); older ones are read again. */
 const EXPECTED_LIMIT = 10_000;
@@ -87,11 +105,12 @@ export class DeliveryWorker {
    * Makes the notification's next attempt. The attempt number comes from the
    * attempts recorded in the store, so a crash between the POST and the
    * record repeats the same `X-JobAttempt`, and our own failures (store
-   * down) never use up the receiver's retries. `onRequestDone` is called as
-   * soon as the receiver's answer (or the failure to get one) is in.
+   * down) never use up the receiver's retries.
    */
-  async attemptNext(notificationId: string, onRequestDone?: () => void): Promise<AttemptOutcome> {
+  async attemptNext(notificationId: string, hooks: AttemptHooks = {}): Promise<AttemptOutcome> {
     const { store } = this.deps;
+    const recordAttempt = (made: DeliveryAttempt, status: NotificationStatus) =>
+      status === "pending" || !hooks.recordFinal ? store.notifications.recordAttempt(made, status) : hooks.recordFinal(made, status);
     const read = this.#takeExpected(notificationId) ?? (await store.notifications.getForDelivery(notificationId));
     const notification = read?.notification;
     if (notification?.status !== "pending") {
@@ -106,7 +125,7 @@ export class DeliveryWorker {
     /** Records an attempt that made no request: the notification fails for good. */
     const abandon = async (error: string) => {
       const record = { notificationId, attempt, startedAt, durationMs: 0, error, succeeded: false };
-      await store.notifications.recordAttempt(record, "failed");
+      await recordAttempt(record, "failed");
       this.#observe({
         kind: "attempt-finished",
         at: new Date(),
@@ -143,7 +162,7 @@ export class DeliveryWorker {
           headers: { ...this.deps.traceHeaders?.(), ...headers },
           signal: this.deps.shutdown,
         });
-    onRequestDone?.();
+    hooks.onRequestDone?.();
     if (result.interrupted) {
       log.info("attempt interrupted by shutdown; it will run again");
       return { kind: "requeue" };
@@ -165,7 +184,7 @@ export class DeliveryWorker {
       error: result.error,
       succeeded,
     };
-    await store.notifications.recordAttempt(record, status);
+    await recordAttempt(record, status);
     this.#observe({ kind: "attempt-finished", at: new Date(), notification, subscription, attempt: record, status, sent: true });
     // The attempt is recorded; bookkeeping that fails now must not turn into
     // an early retry (our failure, not the receiver's).

@@ -125,6 +125,32 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
     );
   }
 
+  testOn(test, target)(
+    `${target.name}: a run's last record deletes its job under the renewed lock; the save ending the run then writes nothing`,
+    async (t) => {
+      let removes = 0;
+      const { jobs, repository, attrs, job } = await oneRun(t, target, (store) => {
+        const remove = store.remove.bind(store);
+        store.remove = (held) => {
+          removes++;
+          return remove(held);
+        };
+        return store;
+      });
+      const renewal = touch(repository, attrs);
+      const attempt = { notificationId: job.id, attempt: 0, startedAt: new Date(), durationMs: 3, statusCode: 200, succeeded: true };
+      // Recorded while the renewal's statement is on its way: it goes out after it, under the lock it left.
+      await repository.finishRun(attrs, async (heldLock) => (await jobs.finish([{ attempt, status: "delivered", heldLock }]))[0] === true);
+      t.is(await renewal, undefined);
+      t.is(await jobs.get(job.id), undefined, "the record deleted the job");
+      attrs.lockedAt = undefined;
+      attrs.lastFinishedAt = new Date();
+      await repository.saveJobState(attrs);
+      t.is(removes, 0, "Agenda's save as the run ends sends no delete");
+      t.is(await repository.removeJobs({ id: job.id }), 1, "and its delete that follows answers from memory");
+    },
+  );
+
   testOn(test, target)(`${target.name}: a renewal that fails leaves the run under its old lock, in Agenda's memory too`, async (t) => {
     let refuse = true;
     const { jobs, repository, attrs, job } = await oneRun(t, target, (store) => {

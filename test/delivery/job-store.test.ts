@@ -4,7 +4,7 @@ import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { createJobStore } from "../../src/delivery/agenda/create-delivery-engine.js";
 import type { LockedJob, NewDelivery } from "../../src/delivery/agenda/delivery-job-store.js";
-import { COUNT_JOBS, LOCK_DUE, REMOVE, RENEW, SAVE, UNLOCK } from "../../src/delivery/agenda/postgres-job-store.js";
+import { COUNT_JOBS, FINISH, LOCK_DUE, REMOVE, RENEW, SAVE, UNLOCK } from "../../src/delivery/agenda/postgres-job-store.js";
 import type { LockRequest } from "../../src/delivery/job-source.js";
 import { newId } from "../../src/domain/ids.js";
 import type { Notification, Subscription } from "../../src/domain/model.js";
@@ -229,6 +229,41 @@ for (const target of storeTargets()) {
     t.is((await opened.store.notifications.get(fourth.id))?.id, fourth.id, "the notification stays");
   });
 
+  testOn(test, target)(
+    `${target.name}: a run's last attempt is recorded with its notification's end, and its job deleted only under the held lock`,
+    async (t) => {
+      const { opened, jobs, clientId } = await openJobs(t, target);
+      const subscription = await subscribe(opened, clientId);
+      await jobs.insert(deliveries(subscription, 2), unlocked);
+      const [delivered, lost] = (await jobs.lockDue(request(2))).jobs as [LockedJob, LockedJob];
+      const attemptOf = (job: LockedJob, statusCode: number) => ({
+        notificationId: job.id,
+        attempt: 0,
+        startedAt: new Date(),
+        durationMs: 5,
+        statusCode,
+        succeeded: statusCode === 200,
+      });
+      const stale = new Date(lost.lockedAt.getTime() - 5000);
+      t.deepEqual(
+        await jobs.finish([
+          { attempt: attemptOf(delivered, 200), status: "delivered", heldLock: delivered.lockedAt },
+          { attempt: attemptOf(lost, 410), status: "failed", heldLock: stale },
+        ]),
+        [true, false],
+      );
+      t.is(await jobs.get(delivered.id), undefined, "its job is gone");
+      t.like(await opened.store.notifications.get(delivered.id), { status: "delivered", attemptCount: 1 });
+      t.like(await opened.store.notifications.listAttempts(delivered.id), [{ attempt: 0, statusCode: 200, succeeded: true }]);
+      t.is(
+        (await jobs.get(lost.id))?.lockedAt?.getTime(),
+        lost.lockedAt.getTime(),
+        "a run that lost its lock leaves the job to its holder",
+      );
+      t.like(await opened.store.notifications.get(lost.id), { status: "failed", attemptCount: 1 }, "and still records its attempt");
+    },
+  );
+
   testOn(test, target)(`${target.name}: an idempotency key stores once, also for concurrent twins; keys are per client`, async (t) => {
     const { opened, jobs, clientId } = await openJobs(t, target);
     const subscription = await subscribe(opened, clientId);
@@ -374,7 +409,8 @@ for (const target of storeTargets().filter((t) => t.name === "postgres")) {
 
 // A run's writes name their jobs by id and held lock. With 200 of 20 000 jobs locked, the locked-jobs index
 // looks small to the planner, but under load it holds an entry for every job locked since the last vacuum:
-// each of these statements must find its rows through the primary key, never through that index.
+// each of these statements must find its rows through the primary key, never through that index (the last
+// attempt's record, which deletes its job, included).
 for (const target of storeTargets().filter((t) => t.name === "postgres")) {
   testOn(test, target)(`${target.name}: a run's writes find their jobs by id, not through the locked-jobs index`, async (t) => {
     const { client, addBacklog } = await plannerProbe(t, target);
@@ -387,6 +423,10 @@ for (const target of storeTargets().filter((t) => t.name === "postgres")) {
       renew: [RENEW, `(${ids}, ${at}, ${at})`],
       remove: [REMOVE, `(${ids}, ${at})`],
       unlock: [UNLOCK, `(${ids}, ${at})`],
+      finish: [
+        FINISH,
+        `(${ids}, ARRAY[0, 0], ${at}, ARRAY[1, 1], ARRAY[200, 200], ARRAY['', ''], ARRAY[NULL, NULL]::text[], ARRAY[true, true], ARRAY['delivered', 'delivered'], ${at})`,
+      ],
     };
     for (const [name, [text, args]] of Object.entries(statements)) {
       await client.query(`PREPARE ${name}_probe AS ${text}`);

@@ -254,7 +254,17 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
     try {
       // The attempt joins the trace of the call that accepted its notification.
       const trace = contextOfTraceParent(lease?.traceContext);
-      const outcome = await context.with(trace, () => this.options.worker.attemptNext(notificationId, () => requestDone(true)));
+      const outcome = await context.with(trace, () =>
+        this.options.worker.attemptNext(notificationId, {
+          onRequestDone: () => requestDone(true),
+          // The last attempt's record also deletes the job: Agenda's save as the run ends then writes nothing.
+          recordFinal: (attempt, status) =>
+            this.#repository.finishRun(job.attrs, async (heldLock) => {
+              const [deleted] = await this.store.finish([{ attempt, status, heldLock }]);
+              return deleted === true;
+            }),
+        }),
+      );
       if (outcome.kind === "retry") throw new RetryLater(outcome.reason, outcome.retry, outcome.retryAfterMs);
       // Agenda saves nextRunAt after the run: the same attempt runs again.
       if (outcome.kind === "requeue") job.attrs.nextRunAt = new Date();

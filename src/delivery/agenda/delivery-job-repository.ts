@@ -87,7 +87,9 @@ const DELETED_ON_SAVE_LIMIT = 100_000;
  *   its old lock, in memory too.
  * - It keeps no finished job: a save that releases a job with no next run
  *   deletes it (what Agenda's removeOnComplete does a moment later), and that
- *   delete then answers from memory.
+ *   delete then answers from memory. A run whose last attempt was recorded
+ *   with `finishRun` deleted its job in that write already: its final save
+ *   writes nothing.
  * - Only what Agenda's job processing uses is supported; creating and
  *   editing jobs through Agenda's API is refused (NotSupportedError).
  */
@@ -98,7 +100,9 @@ export class DeliveryJobRepository implements JobRepository {
   readonly #leases = new WeakMap<JobParameters, LockedJob>();
   readonly #deletedOnSave = new Set<string>();
   /** The last write asked for of each run under way, for the next to wait for. */
-  readonly #writing = new WeakMap<JobParameters, Promise<void>>();
+  readonly #writing = new WeakMap<JobParameters, Promise<unknown>>();
+  /** Runs whose job `finishRun` deleted. */
+  readonly #finished = new WeakSet<JobParameters>();
 
   constructor(
     private readonly store: DeliveryJobStore,
@@ -147,6 +151,24 @@ export class DeliveryJobRepository implements JobRepository {
     return write;
   }
 
+  /**
+   * A run's last write of its own, made while it runs: `write` records its
+   * last attempt and deletes its job under the lock the run holds (passed to
+   * it), answering whether it deleted it (see DeliveryJobStore.finish). It
+   * goes out after the run's earlier writes, under the lock they left; once
+   * it deleted the job, the save Agenda makes as the run ends writes nothing.
+   */
+  finishRun(attrs: JobParameters, write: (heldLock: Date) => Promise<boolean>): Promise<void> {
+    const earlier = this.#writing.get(attrs);
+    const finishing = (earlier ? earlier.catch(() => {}) : Promise.resolve()).then(async () => {
+      const lease = this.#leases.get(attrs);
+      if (!lease) throw new Error(`job ${String(attrs._id)} finished after its run ended`);
+      if (await this.#write(write(lease.lockedAt))) this.#finished.add(attrs);
+    });
+    this.#writing.set(attrs, finishing);
+    return finishing;
+  }
+
   /** One write of a run, once its earlier ones are through. */
   async #save(attrs: JobParameters, lockedAt: Date | undefined, nextRunAt: Date | null | undefined): Promise<void> {
     const id = String(attrs._id);
@@ -168,6 +190,11 @@ export class DeliveryJobRepository implements JobRepository {
     }
     this.#leases.delete(attrs);
     this.#writing.delete(attrs);
+    // Its notification ended and its job is gone: whatever Agenda would write next is moot.
+    if (this.#finished.has(attrs)) {
+      this.#rememberDeleted(id);
+      return;
+    }
     if (!nextRunAt) {
       if ((await this.#write(this.store.remove([{ id, heldLock: lease.lockedAt }]))).length === 1) this.#rememberDeleted(id);
       return;

@@ -1,4 +1,4 @@
-import type { Notification } from "../../domain/model.js";
+import type { DeliveryAttempt, Notification, NotificationStatus } from "../../domain/model.js";
 import type { DeliveryRead } from "../../domain/ports.js";
 import type { FeedJob, JobSource } from "../job-source.js";
 
@@ -61,6 +61,16 @@ export interface LockRenewal {
   readonly lockedAt: Date;
 }
 
+/**
+ * A run's last attempt, which ended its notification (delivered, or failed
+ * for good), and the lock the run holds on its job.
+ */
+export interface FinishedRun {
+  readonly attempt: DeliveryAttempt;
+  readonly status: Extract<NotificationStatus, "delivered" | "failed">;
+  readonly heldLock: Date;
+}
+
 /** A notification to accept, with the endpoint its deliveries go to. */
 export interface NewDelivery {
   notification: Notification;
@@ -110,6 +120,15 @@ export interface DeliveryJobStore extends JobSource<LockedJob> {
   renew(renewals: readonly LockRenewal[]): Promise<boolean[]>;
   /** Writes each ended run's state and releases its lock; answers, per job, whether it still had its held lock (and was written). */
   save(states: readonly JobState[]): Promise<boolean[]>;
+  /**
+   * Records each run's last attempt and moves its notification to its
+   * final status, as NotificationStore.recordAttempt does, and deletes its
+   * job where the job still has the held lock, in one write where the
+   * database allows; answers, per run, whether the job was deleted. A run
+   * that lost its lock (another instance took the job over) still records
+   * its attempt, and leaves the job to its new holder.
+   */
+  finish(runs: readonly FinishedRun[]): Promise<boolean[]>;
   /** Deletes the jobs that still have their held lock; answers their ids. */
   remove(jobs: ReadonlyArray<{ id: string; heldLock: Date }>): Promise<string[]>;
   get(id: string): Promise<StoredJob | undefined>;

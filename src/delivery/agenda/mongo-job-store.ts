@@ -1,9 +1,26 @@
 import type { Collection, Db } from "mongodb";
 import type { Notification } from "../../domain/model.js";
-import { collections, isDuplicateKey, type NotificationDoc, optional, toNotificationDoc } from "../../store/mongo/documents.js";
+import {
+  type AttemptDoc,
+  collections,
+  isDuplicateKey,
+  type NotificationDoc,
+  optional,
+  toNotificationDoc,
+} from "../../store/mongo/documents.js";
+import { recordAttempt } from "../../store/mongo/notifications.js";
 import { endpointOf } from "../endpoint.js";
 import { type LockedBatch, type LockRequest, scanWindow } from "../job-source.js";
-import type { DeliveryJobStore, JobCounts, JobState, LockedJob, LockRenewal, NewDelivery, StoredJob } from "./delivery-job-store.js";
+import type {
+  DeliveryJobStore,
+  FinishedRun,
+  JobCounts,
+  JobState,
+  LockedJob,
+  LockRenewal,
+  NewDelivery,
+  StoredJob,
+} from "./delivery-job-store.js";
 
 /** A notification's job, inside the notification's document: stored and queued in one atomic write. */
 interface JobDoc {
@@ -91,6 +108,7 @@ export function withinBudgets<T extends { endpoint: string; clientId: string }>(
  */
 export class MongoJobStore implements DeliveryJobStore {
   readonly #notifications: Collection<Doc>;
+  readonly #attempts: Collection<AttemptDoc>;
   #lockBatches = 0;
 
   constructor(
@@ -98,6 +116,7 @@ export class MongoJobStore implements DeliveryJobStore {
     private readonly options: { owner: string; lockLifetimeMs: number },
   ) {
     this.#notifications = db.collection<Doc>(collections(db).notifications.collectionName);
+    this.#attempts = collections(db).attempts;
   }
 
   async prepare(): Promise<void> {
@@ -271,6 +290,16 @@ export class MongoJobStore implements DeliveryJobStore {
           },
         );
         return matchedCount === 1;
+      }),
+    );
+  }
+
+  /** The attempt is recorded, then the job removed: two writes, in that order, as the engine made them before. */
+  finish(runs: readonly FinishedRun[]): Promise<boolean[]> {
+    return Promise.all(
+      runs.map(async ({ attempt, status, heldLock }) => {
+        await recordAttempt(this.#notifications, this.#attempts, attempt, status);
+        return (await this.remove([{ id: attempt.notificationId, heldLock }])).length === 1;
       }),
     );
   }

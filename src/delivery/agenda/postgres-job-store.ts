@@ -5,12 +5,23 @@ import {
   forDeliveryOfRows,
   INSERT_NOTIFICATIONS,
   insertParameters,
+  RECORD_ATTEMPTS_CTES,
+  recordParameters,
 } from "../../store/postgres/notifications.js";
 import { isDataError } from "../../store/postgres/rows.js";
 import type { SqlPool } from "../../store/postgres/sql-pool.js";
 import { inTransaction } from "../../store/postgres/transaction.js";
 import { type LockedBatch, type LockRequest, scanWindow } from "../job-source.js";
-import type { DeliveryJobStore, JobCounts, JobState, LockedJob, LockRenewal, NewDelivery, StoredJob } from "./delivery-job-store.js";
+import type {
+  DeliveryJobStore,
+  FinishedRun,
+  JobCounts,
+  JobState,
+  LockedJob,
+  LockRenewal,
+  NewDelivery,
+  StoredJob,
+} from "./delivery-job-store.js";
 import { prepareJobTable } from "./postgres-job-schema.js";
 
 interface JobRow {
@@ -202,6 +213,22 @@ export const REMOVE = `
   RETURNING j.id, t.held_lock`;
 
 /**
+ * Runs' last attempts recorded (RECORD_ATTEMPTS_CTES, $1…$9; $1 holds the
+ * notification ids, which are the job ids) and their jobs deleted where
+ * still held ($10), in one statement: one round trip and one commit where
+ * the record and the delete would take two. The jobs are only deleted;
+ * nothing else reads or locks a notification and then its job, so sharing
+ * the transaction adds no lock order to wait on.
+ */
+export const FINISH = `
+  ${RECORD_ATTEMPTS_CTES}, removed AS (
+    DELETE FROM wh_delivery_jobs AS j USING unnest($1::text[], $10::timestamptz[]) AS t (id, held_lock)
+    WHERE ${STILL_HELD}
+    RETURNING j.id, t.held_lock
+  )
+  SELECT id, held_lock FROM removed`;
+
+/**
  * Locks handed back where still held as given. A job handed back left
  * without a schedule would never be due again: it is due now.
  */
@@ -235,6 +262,7 @@ export class PostgresJobStore implements DeliveryJobStore {
   readonly #saves: Coalescer<JobState, boolean>;
   readonly #renewals: Coalescer<LockRenewal, boolean>;
   readonly #removes: Coalescer<Held, boolean>;
+  readonly #finishes: Coalescer<FinishedRun, boolean>;
 
   constructor(
     private readonly pools: { api: SqlPool; bookkeeping: SqlPool },
@@ -275,6 +303,20 @@ export class PostgresJobStore implements DeliveryJobStore {
       });
       return touched(jobs, rows);
     });
+    this.#finishes = new Coalescer(
+      async (runs) => {
+        const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
+          name: "wh-finish-jobs",
+          text: FINISH,
+          values: [...recordParameters(runs), runs.map((run) => run.heldLock)],
+        });
+        return touched(
+          runs.map((run) => ({ id: run.attempt.notificationId, heldLock: run.heldLock })),
+          rows,
+        );
+      },
+      { splitOn: isDataError },
+    );
     this.#removes = new Coalescer(async (jobs) => {
       const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
         name: "wh-remove-jobs",
@@ -393,6 +435,10 @@ export class PostgresJobStore implements DeliveryJobStore {
 
   save(states: readonly JobState[]): Promise<boolean[]> {
     return Promise.all(states.map((state) => this.#saves.call(state)));
+  }
+
+  finish(runs: readonly FinishedRun[]): Promise<boolean[]> {
+    return Promise.all(runs.map((run) => this.#finishes.call(run)));
   }
 
   async remove(jobs: readonly Held[]): Promise<string[]> {

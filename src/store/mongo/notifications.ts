@@ -80,42 +80,55 @@ export class MongoNotificationStore implements NotificationStore {
     return docs.map(toNotification);
   }
 
-  async recordAttempt(a: DeliveryAttempt, status: NotificationStatus): Promise<void> {
-    if (!isString(a.notificationId)) throw new TypeError("notificationId must be a string");
-    // Undefined would be stored as null (the driver's default), so absent fields are left out.
-    const { insertedId } = await this.attempts.insertOne({
-      seq: nextAttemptSeq(),
-      notificationId: a.notificationId,
-      attempt: a.attempt,
-      startedAt: a.startedAt,
-      durationMs: a.durationMs,
-      ...optional("statusCode", a.statusCode),
-      // Same substitution as the SQL adapter (PostgreSQL text can't hold NUL), so both read back alike.
-      ...optional("responseBody", a.responseBody?.replaceAll("\u0000", "\uFFFD")),
-      ...optional("error", a.error),
-      succeeded: a.succeeded,
-    });
-    // $max keeps a replayed older attempt from lowering the count (SQL GREATEST).
-    // A final status stays (as in SQL): only a pending notification moves.
-    const { matchedCount } = await this.notifications.updateOne({ _id: a.notificationId }, [
-      {
-        $set: {
-          status: { $cond: [{ $eq: ["$status", "pending"] }, { $literal: status }, "$status"] },
-          updatedAt: { $literal: new Date() },
-          attemptCount: { $max: ["$attemptCount", a.attempt + 1] },
-        },
-      },
-    ]);
-    if (matchedCount === 0) {
-      // The SQL foreign key rejects an attempt for an unknown notification; do the same.
-      await this.attempts.deleteOne({ _id: insertedId });
-      throw new Error(`notification ${a.notificationId} does not exist`);
-    }
+  recordAttempt(attempt: DeliveryAttempt, status: NotificationStatus): Promise<void> {
+    return recordAttempt(this.notifications, this.attempts, attempt, status);
   }
 
   async listAttempts(notificationId: string): Promise<DeliveryAttempt[]> {
     if (!isString(notificationId)) return [];
     const docs = await this.attempts.find({ notificationId }).sort({ seq: 1 }).toArray();
     return docs.map(toAttempt);
+  }
+}
+
+/**
+ * Appends the attempt and moves its notification to `status` (the delivery
+ * engine's job store records a run's last attempt through it too).
+ */
+export async function recordAttempt(
+  notifications: Collection<NotificationDoc>,
+  attempts: Collection<AttemptDoc>,
+  a: DeliveryAttempt,
+  status: NotificationStatus,
+): Promise<void> {
+  if (!isString(a.notificationId)) throw new TypeError("notificationId must be a string");
+  // Undefined would be stored as null (the driver's default), so absent fields are left out.
+  const { insertedId } = await attempts.insertOne({
+    seq: nextAttemptSeq(),
+    notificationId: a.notificationId,
+    attempt: a.attempt,
+    startedAt: a.startedAt,
+    durationMs: a.durationMs,
+    ...optional("statusCode", a.statusCode),
+    // Same substitution as the SQL adapter (PostgreSQL text can't hold NUL), so both read back alike.
+    ...optional("responseBody", a.responseBody?.replaceAll("\u0000", "\uFFFD")),
+    ...optional("error", a.error),
+    succeeded: a.succeeded,
+  });
+  // $max keeps a replayed older attempt from lowering the count (SQL GREATEST).
+  // A final status stays (as in SQL): only a pending notification moves.
+  const { matchedCount } = await notifications.updateOne({ _id: a.notificationId }, [
+    {
+      $set: {
+        status: { $cond: [{ $eq: ["$status", "pending"] }, { $literal: status }, "$status"] },
+        updatedAt: { $literal: new Date() },
+        attemptCount: { $max: ["$attemptCount", a.attempt + 1] },
+      },
+    },
+  ]);
+  if (matchedCount === 0) {
+    // The SQL foreign key rejects an attempt for an unknown notification; do the same.
+    await attempts.deleteOne({ _id: insertedId });
+    throw new Error(`notification ${a.notificationId} does not exist`);
   }
 }

@@ -151,25 +151,35 @@ export function insertParameters(notifications: readonly Notification[]): unknow
   ];
 }
 
-// Attempts recorded together are one statement: the rows, then each notification's status. A final status
-// (delivered, failed) stays: an attempt that was in flight when its subscription was deleted records its
-// outcome without reopening the notification.
-const RECORD_ATTEMPTS = `
+/**
+ * Records attempts ($1…$9, recordParameters): the rows, then each notification's status, as the CTEs
+ * `input`, `attempts` and `recorded`, for a statement to end as it needs (the delivery engine's adds the
+ * jobs' removal). A final status (delivered, failed) stays: an attempt that was in flight when its
+ * subscription was deleted records its outcome without reopening the notification.
+ */
+export const RECORD_ATTEMPTS_CTES = `
   WITH input AS (
     SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[], $8::bool[], $9::text[])
       AS t (notification_id, attempt, started_at, duration_ms, status_code, response_body, error, succeeded, status)
   ), attempts AS (
     INSERT INTO wh_delivery_attempts (notification_id, attempt, started_at, duration_ms, status_code, response_body, error, succeeded)
     SELECT notification_id, attempt, started_at, duration_ms, status_code, response_body, error, succeeded FROM input
-  )
-  UPDATE wh_notifications n
-  SET status = CASE WHEN n.status = 'pending' THEN input.status ELSE n.status END,
-      attempt_count = GREATEST(n.attempt_count, input.attempt + 1), updated_at = now()
-  FROM input WHERE n.id = input.notification_id`;
+  ), recorded AS (
+    UPDATE wh_notifications n
+    SET status = CASE WHEN n.status = 'pending' THEN input.status ELSE n.status END,
+        attempt_count = GREATEST(n.attempt_count, input.attempt + 1), updated_at = now()
+    FROM input WHERE n.id = input.notification_id
+    RETURNING n.id
+  )`;
 
-type RecordedAttempt = { attempt: DeliveryAttempt; status: NotificationStatus };
+// Attempts recorded together are one statement.
+const RECORD_ATTEMPTS = `${RECORD_ATTEMPTS_CTES} SELECT count(*) FROM recorded`;
 
-function recordParameters(records: RecordedAttempt[]): unknown[] {
+/** An attempt and the status it moves its notification to. */
+export type RecordedAttempt = { attempt: DeliveryAttempt; status: NotificationStatus };
+
+/** RECORD_ATTEMPTS_CTES' parameters, one array per column. */
+export function recordParameters(records: readonly RecordedAttempt[]): unknown[] {
   const column = <T>(pick: (r: RecordedAttempt) => T) => records.map(pick);
   return [
     column((r) => r.attempt.notificationId),
