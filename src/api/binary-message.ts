@@ -75,6 +75,8 @@ async function binaryMessages(framing: Framing, request: UniversalServerRequest,
     return [compression ? await compression.decompress(body, readMaxBytes) : body];
   }
   const compression = negotiate(request.header.get("grpc-encoding"), "grpc-accept-encoding");
+  // Uncompressed, as a publisher's small messages almost always are: split here, without a stream per call.
+  if (!compression) return splitEnvelopes(body, readMaxBytes);
   const messages: Uint8Array[] = [];
   const envelopes = pipe(
     createAsyncIterable([body]),
@@ -82,6 +84,34 @@ async function binaryMessages(framing: Framing, request: UniversalServerRequest,
     transformDecompressEnvelope(compression, readMaxBytes),
   );
   for await (const envelope of envelopes) messages.push(envelope.data);
+  return messages;
+}
+
+/** Envelope flags: the message is compressed (with the request's grpc-encoding). */
+const COMPRESSED_FLAG = 0b01;
+/** Envelope header: a flags byte, then the message's length (32-bit big-endian). */
+const ENVELOPE_HEADER_BYTES = 5;
+
+/**
+ * The messages of a body of uncompressed envelopes. A body whose framing is
+ * broken (cut short, a message over the limit, or marked compressed with no
+ * encoding named) throws, as connect-es's own envelope reader does.
+ */
+function splitEnvelopes(body: Uint8Array, readMaxBytes: number): Uint8Array[] {
+  const messages: Uint8Array[] = [];
+  const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+  let offset = 0;
+  while (offset < body.byteLength) {
+    if (body.byteLength - offset < ENVELOPE_HEADER_BYTES) throw new Error("an envelope is cut short");
+    const flags = view.getUint8(offset);
+    const length = view.getUint32(offset + 1);
+    if (flags & COMPRESSED_FLAG) throw new Error("a compressed envelope without an encoding");
+    if (length > readMaxBytes) throw new Error("an envelope is over the limit");
+    const start = offset + ENVELOPE_HEADER_BYTES;
+    if (body.byteLength - start < length) throw new Error("an envelope is cut short");
+    messages.push(body.subarray(start, start + length));
+    offset = start + length;
+  }
   return messages;
 }
 

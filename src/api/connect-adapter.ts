@@ -1,10 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { createAsyncIterable, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
+import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { isGrpcRequest, malformedMessage, withEmptyMessage } from "./binary-message.js";
 import { edgeContextValues, edgeFactsOf } from "./edge-facts.js";
 import { discardBody, HttpError, type NodeRequest, readBody } from "./http-body.js";
 import { type NodeResponse, writeError } from "./rest-gateway.js";
+import { universalRequest } from "./universal-request.js";
 
 export interface ConnectAdapterOptions {
   maxBodyBytes: number;
@@ -67,10 +68,7 @@ async function serve(handler: UniversalHandler, req: NodeRequest, res: NodeRespo
     facts.refusal ??= new ConnectError(error.message, Code.ResourceExhausted);
     body = new Uint8Array(0);
   }
-  let request: UniversalServerRequest = {
-    ...universalRequestFromNodeRequest(req, res as never, undefined, edgeContextValues(facts)),
-    body: createAsyncIterable([body]),
-  };
+  let request = universalRequest(req, res, body, edgeContextValues(facts));
   if (!facts.refusal) {
     const malformed = await malformedMessage(handler.method.input, request, body, maxBodyBytes);
     if (malformed) facts.refusal = new ConnectError(malformed, Code.InvalidArgument);

@@ -59,6 +59,7 @@ export function createLoggingInterceptor(log: Logger): Interceptor {
     const started = performance.now();
     const level = isEcosystemService(req.service.typeName) ? "debug" : "info";
     const logEnd = (error: unknown) => {
+      if (!log.isLevelEnabled(level)) return;
       const code = error === undefined ? "ok" : Code[ConnectError.from(error).code];
       const clientId = req.contextValues.get(clientKey)?.id;
       log[level]({ ...callFields(req), ...(clientId ? { clientId } : {}), code, ms: Math.round(performance.now() - started) }, "rpc");

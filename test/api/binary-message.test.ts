@@ -63,6 +63,16 @@ test("what connect-es answers itself is left to it: JSON, unknown compressions, 
   t.is(await check(request({ "content-type": "application/json" }), new TextEncoder().encode("{not json")), undefined);
   t.is(await check(request({ "content-type": "application/proto", "content-encoding": "zstd" }), GARBAGE), undefined);
   t.is(await check(request({ "content-type": "application/grpc" }), GARBAGE), undefined, "an incomplete envelope");
+  const grpc = request({ "content-type": "application/grpc" });
+  t.is(await check(grpc, envelope(VALID).subarray(0, 8)), undefined, "an envelope cut short");
+  t.is(await check(grpc, envelope(GARBAGE, 1)), undefined, "marked compressed, with no encoding named");
+  t.is(await malformedMessage(CreateSubscriptionRequestSchema, grpc, envelope(VALID), 4), undefined, "a message over the limit");
+});
+
+test("every message of a body of several envelopes is checked", async (t) => {
+  const grpc = request({ "content-type": "application/grpc" });
+  t.is(await check(grpc, Buffer.concat([envelope(VALID), envelope(VALID)])), undefined);
+  t.truthy(await check(grpc, Buffer.concat([envelope(VALID), envelope(GARBAGE)])));
 });
 
 test("the empty message that stands in for a refused one, in each framing", async (t) => {
