@@ -117,11 +117,13 @@ function unprefixed<T>(row: object, prefix: string, columns: readonly string[]):
   return out as T;
 }
 
-// An attempt's notification and subscription, for many attempts at once.
+// An attempt's notification and subscription, for many attempts at once. Both are found by `id = ANY`, an
+// index condition whatever the statistics (a join planned while the table looked empty read all of it per row).
 const READ_FOR_DELIVERY = `
+  WITH n AS (SELECT * FROM wh_notifications WHERE id = ANY ($1::text[])),
+       s AS (SELECT * FROM wh_subscriptions WHERE id = ANY (ARRAY(SELECT subscription_id FROM n)))
   SELECT ${forDeliveryColumns("row_number() OVER (PARTITION BY s.id ORDER BY n.id) = 1")}
-  FROM wh_notifications n LEFT JOIN wh_subscriptions s ON s.id = n.subscription_id
-  WHERE n.id = ANY($1::text[])`;
+  FROM n LEFT JOIN s ON s.id = n.subscription_id`;
 
 /**
  * Inserts the notifications of `$1`…`$10` (insertParameters): a fan-out is one round trip. The delivery
@@ -155,7 +157,9 @@ export function insertParameters(notifications: readonly Notification[]): unknow
  * Records attempts ($1…$9, recordParameters): the rows, then each notification's status, as the CTEs
  * `input`, `attempts` and `recorded`, for a statement to end as it needs (the delivery engine's adds the
  * jobs' removal). A final status (delivered, failed) stays: an attempt that was in flight when its
- * subscription was deleted records its outcome without reopening the notification.
+ * subscription was deleted records its outcome without reopening the notification. The notifications are
+ * named by `id = ANY`, an index condition whatever the statistics: joined on the input alone, a plan made
+ * while the table was empty and analyzed (a new database) read the whole table at every record.
  */
 export const RECORD_ATTEMPTS_CTES = `
   WITH input AS (
@@ -168,7 +172,7 @@ export const RECORD_ATTEMPTS_CTES = `
     UPDATE wh_notifications n
     SET status = CASE WHEN n.status = 'pending' THEN input.status ELSE n.status END,
         attempt_count = GREATEST(n.attempt_count, input.attempt + 1), updated_at = now()
-    FROM input WHERE n.id = input.notification_id
+    FROM input WHERE n.id = ANY ($1::text[]) AND n.id = input.notification_id
     RETURNING n.id
   )`;
 

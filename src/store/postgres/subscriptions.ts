@@ -93,8 +93,10 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     async (keys) => {
       const { rows } = await this.pool.query<SubscriptionRow>({
         name: "wh-subscriptions-for-events",
+        // The ANY conditions keep the read on its index whatever the statistics (see READ_FOR_DELIVERY).
         text: `SELECT s.* FROM (SELECT DISTINCT client_id, event FROM unnest($1::text[], $2::text[]) AS t (client_id, event)) AS t
              JOIN wh_subscriptions s ON s.client_id = t.client_id AND s.event = t.event AND s.enabled
+             WHERE s.client_id = ANY ($1::text[]) AND s.event = ANY ($2::text[])
              ORDER BY s.created_at, s.id`,
         values: [keys.map((k) => k.clientId), keys.map((k) => k.event)],
       });
