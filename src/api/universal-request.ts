@@ -1,4 +1,3 @@
-import { constants } from "node:http2";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import { createAsyncIterable, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import type { NodeRequest } from "./http-body.js";
@@ -20,24 +19,16 @@ function webHeaders(headers: NodeRequest["headers"]): Headers {
 }
 
 /**
- * Whether the call, its response now closed, ended without its answer: an
- * HTTP/2 stream reset by the client (canceled, or its connection gone; an
- * HTTP/2 response reads as finished either way), an HTTP/1.1 response
- * closed before it was all written.
- */
-function wentAway(req: NodeRequest, res: NodeResponse): boolean {
-  if ("stream" in req) return req.stream.rstCode !== undefined && req.stream.rstCode !== constants.NGHTTP2_NO_ERROR;
-  return !res.writableFinished;
-}
-
-/**
  * The Connect handler's view of a request whose body was read whole
  * (`body`), as connect-node's `universalRequestFromNodeRequest` makes it,
- * except for its signal: that aborts only when the client goes away before
- * the answer is complete (see `wentAway`; or the request fails), with a
- * `canceled` error. connect-node's aborts after every call
- * too, without a reason, which makes the runtime build a DOMException and
- * its stack trace on every request: a tenth of a publish's own cost.
+ * except for its signal: that aborts, with a `canceled` error, only when the
+ * response closes before the handler ended it, or the request fails. Over
+ * HTTP/2 a response closes unended when the client resets the stream (with
+ * any code, NO_ERROR included) or its connection goes, or the server ends an
+ * idle session; over HTTP/1.1 when the client hangs up. connect-node's
+ * signal aborts after every call too, without a reason, which makes the
+ * runtime build a DOMException and its stack trace on every request: a
+ * tenth of a publish's own cost.
  */
 export function universalRequest(
   req: NodeRequest,
@@ -46,10 +37,12 @@ export function universalRequest(
   contextValues: ContextValues,
 ): UniversalServerRequest {
   const controller = new AbortController();
-  res.once("close", () => {
-    if (!controller.signal.aborted && wentAway(req, res)) controller.abort(CLIENT_WENT_AWAY);
-  });
-  // Kept for the request's life: an error event nobody hears would be thrown.
+  const gone = () => {
+    if (!controller.signal.aborted && !res.writableEnded) controller.abort(CLIENT_WENT_AWAY);
+  };
+  // Closed already (while the body was read): the call is over before it starts.
+  if ("stream" in res ? res.stream.closed : res.destroyed) gone();
+  else res.once("close", gone);
   req.once("error", (error) => {
     if (!controller.signal.aborted) controller.abort(new ConnectError("the request failed", Code.Canceled, undefined, undefined, error));
   });

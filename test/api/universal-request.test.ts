@@ -62,10 +62,19 @@ test("HTTP/2: the request as the handler reads it; a completed call's signal nev
   t.false(request.signal.aborted);
 });
 
-for (const how of ["cancels its stream", "drops its connection"] as const) {
-  test(`HTTP/2: a client that ${how} before the answer aborts the signal as canceled`, async (t) => {
+const HTTP2_ENDINGS = [
+  "cancels its stream",
+  "resets its stream with NO_ERROR",
+  "drops its connection",
+  "stays silent past the server's idle timeout",
+] as const;
+
+for (const how of HTTP2_ENDINGS) {
+  test(`HTTP/2: a call whose client ${how} before the answer has its signal aborted as canceled`, async (t) => {
     const seen: Seen[] = [];
     const server = createHttp2Server(handlerRecording(seen, false) as (req: Http2ServerRequest, res: Http2ServerResponse) => void);
+    // The listener ends a session idle this long (it uses minutes); every stream on it closes with NO_ERROR.
+    if (how === "stays silent past the server's idle timeout") server.setTimeout(200);
     server.listen(0, "127.0.0.1");
     await once(server, "listening");
     const { port } = server.address() as AddressInfo;
@@ -79,9 +88,10 @@ for (const how of ["cancels its stream", "drops its connection"] as const) {
     stream.on("error", () => {});
     stream.end();
     while (seen.length === 0) await new Promise((resolve) => setImmediate(resolve));
-    if (how === "cancels its stream")
-      stream.close(0x8); // RST_STREAM CANCEL, as a gRPC client's cancel()
-    else client.destroy();
+    // RST_STREAM CANCEL, as a gRPC client's cancel().
+    if (how === "cancels its stream") stream.close(0x8);
+    else if (how === "resets its stream with NO_ERROR") stream.close(0);
+    else if (how === "drops its connection") client.destroy();
     const { signal } = (seen[0] as Seen).request;
     await aborted(signal);
     t.true(signal.reason instanceof ConnectError);
@@ -119,4 +129,29 @@ test("HTTP/1.1: a client that hangs up before the answer aborts the signal; one 
   const { signal } = (seen[1] as Seen).request;
   await aborted(signal);
   t.is((signal.reason as ConnectError).code, Code.Canceled);
+});
+
+test("a call whose client went away while its body was read starts with its signal aborted", async (t) => {
+  let arrived: () => void = () => {};
+  const handled = new Promise<void>((resolve) => {
+    arrived = resolve;
+  });
+  const built = new Promise<ReturnType<typeof universalRequest>>((resolve) => {
+    const server = createHttpServer((req, res) => {
+      arrived();
+      // As the adapter does once the body is read: here, after the client has gone.
+      res.once("close", () => setImmediate(() => resolve(universalRequest(req, res, new Uint8Array(), createContextValues()))));
+    });
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo;
+      const req = httpRequest({ port, host: "127.0.0.1", method: "POST", path: "/webhooks.v1.EventService/PublishEvent", agent: false });
+      req.on("error", () => {});
+      req.flushHeaders();
+      void handled.then(() => req.destroy());
+    });
+    t.teardown(() => server.close());
+  });
+  const request = await built;
+  t.true(request.signal.aborted);
+  t.is((request.signal.reason as ConnectError).code, Code.Canceled);
 });
