@@ -24,16 +24,19 @@ export type AttemptOutcome =
   /** Shutdown interrupted the attempt: run the same attempt again later. */
   | { kind: "requeue" };
 
-/** What the scheduler running an attempt wants to hear of it, or do in its place. */
-export interface AttemptHooks {
+/** The statuses an attempt can end its notification in. */
+export type FinalStatus = Extract<NotificationStatus, "delivered" | "failed">;
+
+/** The scheduler's part in one attempt: told when its request is done, and recording the attempt that ends it. */
+export interface AttemptRun {
   /** The receiver's answer (or the failure to get one) is in. */
-  onRequestDone?: () => void;
+  requestDone(): void;
   /**
    * Records an attempt that ends its notification (delivered, or failed for
-   * good) in place of the store's recordAttempt, so that the scheduler can
-   * end the notification's job in the same write.
+   * good), as the store's recordAttempt does, in the scheduler's own write:
+   * the notification's job ends with it.
    */
-  recordFinal?: (attempt: DeliveryAttempt, status: Extract<NotificationStatus, "delivered" | "failed">) => Promise<void>;
+  recordFinal(attempt: DeliveryAttempt, status: FinalStatus): Promise<void>;
 }
 
 /** Reads in hand for attempts about to run (see expect); older ones are read again. */
@@ -107,10 +110,10 @@ export class DeliveryWorker {
    * record repeats the same `X-JobAttempt`, and our own failures (store
    * down) never use up the receiver's retries.
    */
-  async attemptNext(notificationId: string, hooks: AttemptHooks = {}): Promise<AttemptOutcome> {
+  async attemptNext(notificationId: string, run: AttemptRun): Promise<AttemptOutcome> {
     const { store } = this.deps;
     const recordAttempt = (made: DeliveryAttempt, status: NotificationStatus) =>
-      status === "pending" || !hooks.recordFinal ? store.notifications.recordAttempt(made, status) : hooks.recordFinal(made, status);
+      status === "pending" ? store.notifications.recordAttempt(made, status) : run.recordFinal(made, status);
     const read = this.#takeExpected(notificationId) ?? (await store.notifications.getForDelivery(notificationId));
     const notification = read?.notification;
     if (notification?.status !== "pending") {
@@ -162,7 +165,7 @@ export class DeliveryWorker {
           headers: { ...this.deps.traceHeaders?.(), ...headers },
           signal: this.deps.shutdown,
         });
-    hooks.onRequestDone?.();
+    run.requestDone();
     if (result.interrupted) {
       log.info("attempt interrupted by shutdown; it will run again");
       return { kind: "requeue" };

@@ -2,7 +2,7 @@ import test, { type ExecutionContext } from "ava";
 import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { createJobStore } from "../../src/delivery/agenda/create-delivery-engine.js";
-import { DeliveryWorker } from "../../src/delivery/delivery-worker.js";
+import { type AttemptRun, DeliveryWorker } from "../../src/delivery/delivery-worker.js";
 import { endpointOf } from "../../src/delivery/endpoint.js";
 import { HttpSender } from "../../src/delivery/http-sender.js";
 import { RelaySender } from "../../src/delivery/relay-sender.js";
@@ -10,7 +10,7 @@ import type { DeliveryEvent, DeliveryObserver } from "../../src/domain/delivery-
 import { newId } from "../../src/domain/ids.js";
 import { KeySealer } from "../../src/domain/key-sealing.js";
 import type { Notification } from "../../src/domain/model.js";
-import { openStore } from "../../src/store/open-store.js";
+import { type OpenStore, openStore } from "../../src/store/open-store.js";
 import { Receiver, type Responder } from "../helpers/receiver.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
@@ -22,6 +22,11 @@ const [pglite] = storeTargets();
  * A worker over an embedded store holding one client's subscription to a
  * local receiver; `accept` stores notifications for it, each with its job.
  */
+/** An attempt run by no scheduler: its records go to the store as they are (no job to end with them). */
+function storeRun(opened: OpenStore): AttemptRun {
+  return { requestDone: () => {}, recordFinal: (attempt, status) => opened.store.notifications.recordAttempt(attempt, status) };
+}
+
 async function workerSetUp(t: ExecutionContext, observer: DeliveryObserver, respond?: Responder) {
   const created = await (pglite as NonNullable<typeof pglite>).create();
   const config = loadConfig({ ...FAST_TEST_ENV, ...created.env });
@@ -77,15 +82,15 @@ async function workerSetUp(t: ExecutionContext, observer: DeliveryObserver, resp
 test("the worker tells its observer of each attempt it starts and finishes, and of a subscription it disables", async (t) => {
   const events: DeliveryEvent[] = [];
   const answers = [500, 410];
-  const { subscription, accept, worker } = await workerSetUp(t, { observe: (event) => events.push(event) }, () => ({
+  const { opened, subscription, accept, worker } = await workerSetUp(t, { observe: (event) => events.push(event) }, () => ({
     status: answers.shift() ?? 200,
   }));
   const [notification] = await accept(1, '{"Event":"Order.Created","Timestamp":"2026-01-01T00:00:00.000Z"}');
   if (!notification) return t.fail("one notification");
 
-  t.like(await worker.attemptNext(notification.id), { kind: "retry", retry: 1 });
-  t.like(await worker.attemptNext(notification.id), { kind: "done" });
-  t.like(await worker.attemptNext(notification.id), { kind: "done" }, "nothing left to deliver");
+  t.like(await worker.attemptNext(notification.id, storeRun(opened)), { kind: "retry", retry: 1 });
+  t.like(await worker.attemptNext(notification.id, storeRun(opened)), { kind: "done" });
+  t.like(await worker.attemptNext(notification.id, storeRun(opened)), { kind: "done" }, "nothing left to deliver");
 
   t.deepEqual(
     events.map((event) => event.kind),
@@ -110,9 +115,9 @@ test("a read handed to the worker is used only while fresh: an old one, or one t
   worker.expect(old, subscription, Date.now() - 3_000);
   worker.expect(takenBack, subscription);
   worker.unexpect(takenBack.id);
-  await worker.attemptNext(old.id);
-  await worker.attemptNext(takenBack.id);
+  await worker.attemptNext(old.id, storeRun(opened));
+  await worker.attemptNext(takenBack.id, storeRun(opened));
   t.is(receiver.requests.length, 0, "an old read and one taken back are read again: disabled, no request");
-  await worker.attemptNext(fresh.id);
+  await worker.attemptNext(fresh.id, storeRun(opened));
   t.is(receiver.requests.length, 1, "a fresh read is used as it is");
 });

@@ -256,7 +256,7 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
       const trace = contextOfTraceParent(lease?.traceContext);
       const outcome = await context.with(trace, () =>
         this.options.worker.attemptNext(notificationId, {
-          onRequestDone: () => requestDone(true),
+          requestDone: () => requestDone(true),
           // The last attempt's record also deletes the job: Agenda's save as the run ends then writes nothing.
           recordFinal: (attempt, status) =>
             this.#repository.finishRun(job.attrs, async (heldLock) => {

@@ -156,14 +156,17 @@ export class DeliveryJobRepository implements JobRepository {
    * last attempt and deletes its job under the lock the run holds (passed to
    * it), answering whether it deleted it (see DeliveryJobStore.finish). It
    * goes out after the run's earlier writes, under the lock they left; once
-   * it deleted the job, the save Agenda makes as the run ends writes nothing.
+   * it deleted the job, the run's later saves (a renewal, the save Agenda
+   * makes as the run ends) write nothing. Its failure is the attempt
+   * record's (the run fails, and Agenda saves it to run again), not a job
+   * save's: it is not reported as one.
    */
   finishRun(attrs: JobParameters, write: (heldLock: Date) => Promise<boolean>): Promise<void> {
     const earlier = this.#writing.get(attrs);
     const finishing = (earlier ? earlier.catch(() => {}) : Promise.resolve()).then(async () => {
       const lease = this.#leases.get(attrs);
       if (!lease) throw new Error(`job ${String(attrs._id)} finished after its run ended`);
-      if (await this.#write(write(lease.lockedAt))) this.#finished.add(attrs);
+      if (await write(lease.lockedAt)) this.#finished.add(attrs);
     });
     this.#writing.set(attrs, finishing);
     return finishing;
@@ -175,6 +178,8 @@ export class DeliveryJobRepository implements JobRepository {
     const lease = this.#leases.get(attrs);
     if (!lease) throw new Error(`job ${id} was saved after its run ended`);
     if (lockedAt?.getTime() === lease.lockedAt.getTime()) return;
+    // Its notification ended and its job is gone: a renewal has nothing to move.
+    if (lockedAt && this.#finished.has(attrs)) return;
     if (lockedAt) {
       // A renewed lock must reach the database before the old one expires.
       const [renewed] = await this.#write(this.store.renew([{ id, heldLock: lease.lockedAt, lockedAt }])).catch((error: unknown) => {

@@ -294,12 +294,20 @@ export class MongoJobStore implements DeliveryJobStore {
     );
   }
 
-  /** The attempt is recorded, then the job removed: two writes, in that order, as the engine made them before. */
+  /**
+   * The attempt is recorded, then the job removed: two writes. Once the
+   * attempt is recorded its run has done its part; a removal that fails
+   * then leaves the job to its lock's expiry (its next run finds the
+   * notification ended), rather than failing the run.
+   */
   finish(runs: readonly FinishedRun[]): Promise<boolean[]> {
     return Promise.all(
       runs.map(async ({ attempt, status, heldLock }) => {
         await recordAttempt(this.#notifications, this.#attempts, attempt, status);
-        return (await this.remove([{ id: attempt.notificationId, heldLock }])).length === 1;
+        return this.remove([{ id: attempt.notificationId, heldLock }]).then(
+          (removed) => removed.length === 1,
+          () => false,
+        );
       }),
     );
   }

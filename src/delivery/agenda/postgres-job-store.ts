@@ -80,7 +80,8 @@ function toJob(row: JobRow): StoredJob {
  * made while a table was empty and analyzed (the queue drained, a new
  * database) believes it holds one row, and joined by reading the whole table
  * once per row (300 ms to a second a statement under a burst of 20 000 jobs,
- * until the next ANALYZE). The picked jobs' second check is a CASE, which no
+ * until the next ANALYZE). Notifications and subscriptions are read in id
+ * order, as READ_FOR_DELIVERY reads them, so through their primary keys. The picked jobs' second check is a CASE, which no
  * index can serve: written as the scans' conditions, a plan made while few
  * jobs were due read every due job through the partial indexes to find the
  * few picked.
@@ -126,10 +127,10 @@ export const LOCK_DUE = `
     UPDATE wh_delivery_jobs SET locked_at = $4, locked_by = $3, next_run_at = COALESCE(next_run_at, $4)
     WHERE id = ANY (ARRAY(SELECT id FROM chosen))
     RETURNING *
-  ), read_notifications AS (
-    SELECT * FROM wh_notifications WHERE id = ANY (ARRAY(SELECT id FROM locked))
-  ), read_subscriptions AS (
-    SELECT * FROM wh_subscriptions WHERE id = ANY (ARRAY(SELECT subscription_id FROM read_notifications))
+  ), read_notifications AS MATERIALIZED (
+    SELECT * FROM wh_notifications WHERE id = ANY (ARRAY(SELECT id FROM locked)) ORDER BY id
+  ), read_subscriptions AS MATERIALIZED (
+    SELECT * FROM wh_subscriptions WHERE id = ANY (ARRAY(SELECT subscription_id FROM read_notifications)) ORDER BY id
   )
   SELECT (SELECT count(*) FROM due)::int AS scanned,
          CASE WHEN row_number() OVER () = 1 THEN ARRAY(SELECT DISTINCT endpoint FROM by_endpoint WHERE NOT endpoint_within) END
@@ -232,9 +233,11 @@ export const REMOVE = `
  * Runs' last attempts recorded (RECORD_ATTEMPTS_CTES, $1…$9; $1 holds the
  * notification ids, which are the job ids) and their jobs deleted where
  * still held ($10), in one statement: one round trip and one commit where
- * the record and the delete would take two. The jobs are only deleted;
- * nothing else reads or locks a notification and then its job, so sharing
- * the transaction adds no lock order to wait on.
+ * the record and the delete would take two. It locks the jobs (the
+ * `removed` CTE, which the statement reads, runs first) and then the
+ * notifications; nothing locks a notification and then its job (a deleted
+ * subscription ends its notifications alone), so no two statements wait on
+ * each other in the opposite order.
  */
 export const FINISH = `
   ${RECORD_ATTEMPTS_CTES}, removed AS (
