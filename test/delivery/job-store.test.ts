@@ -9,6 +9,8 @@ import type { LockRequest } from "../../src/delivery/job-source.js";
 import { newId } from "../../src/domain/ids.js";
 import type { Notification, Subscription } from "../../src/domain/model.js";
 import { type OpenStore, openStore, STABLE_PLANS, withSettings } from "../../src/store/open-store.js";
+import { READ_FOR_DELIVERY } from "../../src/store/postgres/notifications.js";
+import { SUBSCRIPTIONS_FOR_EVENTS } from "../../src/store/postgres/subscriptions.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
 import { planOf, type StoreTarget, storeTargets, testOn } from "../helpers/stores.js";
 import { subscriptionRecord } from "../helpers/subscriptions.js";
@@ -414,31 +416,40 @@ for (const target of storeTargets().filter((t) => t.name === "postgres")) {
 // delivered a few hundred notifications a second, until the next ANALYZE.
 for (const target of storeTargets().filter((t) => t.name === "postgres")) {
   for (const before of ["drained", "quiet"] as const) {
-    testOn(test, target)(`${target.name}: the lock statement's plan made on a ${before}, analyzed table stays on its indexes for a burst`, async (t) => {
-      const { client, addBacklog } = await plannerProbe(t, target);
-      // Quiet: 2 000 jobs in flight (locked), none due.
-      if (before === "quiet") await addBacklog({ nextRunAt: "now()", locked: 2000, count: 2000 });
-      await client.query("VACUUM ANALYZE wh_delivery_jobs, wh_notifications");
-      await client.query(`PREPARE lock_probe AS ${LOCK_DUE}`);
-      const args = `(512, 256, 'probe', now(), now() - interval '1 minute', '{}', '{}', 128, '{}', '{}', 384, '{}', '{}')`;
-      await client.query(`EXECUTE lock_probe${args}`);
-      await addBacklog({ nextRunAt: "now() - interval '1 hour'", locked: 0, from: 10_000 });
-      const plan = await planOf(client, `EXECUTE lock_probe${args}`);
-      t.deepEqual(readsNotById(plan), [], plan);
-    });
+    testOn(test, target)(
+      `${target.name}: the lock statement's plan made on a ${before}, analyzed table stays on its indexes for a burst`,
+      async (t) => {
+        const { client, addBacklog } = await plannerProbe(t, target);
+        // Quiet: 2 000 jobs in flight (locked), none due.
+        if (before === "quiet") await addBacklog({ nextRunAt: "now()", locked: 2000, count: 2000 });
+        await client.query("VACUUM ANALYZE wh_delivery_jobs, wh_notifications");
+        await client.query(`PREPARE lock_probe AS ${LOCK_DUE}`);
+        const args = `(512, 256, 'probe', now(), now() - interval '1 minute', '{}', '{}', 128, '{}', '{}', 384, '{}', '{}')`;
+        await client.query(`EXECUTE lock_probe${args}`);
+        await addBacklog({ nextRunAt: "now() - interval '1 hour'", locked: 0, from: 10_000 });
+        const plan = await planOf(client, `EXECUTE lock_probe${args}`);
+        t.deepEqual(readsNotById(plan), [], plan);
+      },
+    );
   }
 }
 
 /**
- * The plan's reads of the job and notification tables, other than the due
- * and expired scans, that do not look their rows up by id: each such read
- * must have an index condition (or a bitmap's recheck) on `id` right under it.
+ * The plan's reads of the job, notification and subscription tables, other
+ * than the due and expired scans, that do not look their rows up by key: a
+ * read of jobs or notifications must have an index condition (or a bitmap's
+ * recheck) on `id` right under it, through the primary key; a read of
+ * subscriptions, one on `id` or `client_id`.
  */
 function readsNotById(plan: string): string[] {
   const lines = plan.split("\n");
   return lines.filter((line, index) => {
-    if (!/Scan .* on wh_(delivery_jobs|notifications)\b/.test(line) || /_due_idx|_locked_idx/.test(line)) return false;
-    return !/(Index|Recheck) Cond: \(id = /.test(lines[index + 1] ?? "");
+    if (!/Scan .* on wh_(delivery_jobs|notifications|subscriptions)\b/.test(line) || /_due_idx|_locked_idx/.test(line)) return false;
+    const condition = lines[index + 1] ?? "";
+    const byPrimaryKey = /_pkey/.test(line) || /Bitmap Index Scan on wh_\w+_pkey/.test(lines[index + 2] ?? "");
+    if (byPrimaryKey && /(Index|Recheck) Cond: \(id = /.test(condition)) return false;
+    // A client's subscriptions, through an index that starts with the client.
+    return !(/on wh_subscriptions\b/.test(line) && /_client_/.test(line) && /Index Cond: \(\(?client_id = /.test(condition));
   });
 }
 
@@ -473,6 +484,27 @@ for (const target of storeTargets().filter((t) => t.name === "postgres")) {
     await addBacklog({ nextRunAt: "now()", locked: 200 });
     for (const [name, [, args]] of Object.entries(planned)) {
       const plan = await planOf(client, `EXECUTE ${name}_drained${args}`);
+      t.deepEqual(readsNotById(plan), [], `${name}:\n${plan}`);
+    }
+  });
+}
+
+// What a publish and a delivery read, planned on drained and analyzed tables, then run beside 20 000 notifications.
+for (const target of storeTargets().filter((t) => t.name === "postgres")) {
+  testOn(test, target)(`${target.name}: the fan-out and delivery reads planned on drained, analyzed tables find their rows by id`, async (t) => {
+    const { client, addBacklog } = await plannerProbe(t, target);
+    await client.query("VACUUM ANALYZE wh_delivery_jobs, wh_notifications, wh_subscriptions");
+    const reads = {
+      delivery: [READ_FOR_DELIVERY, "(ARRAY['ntf_1', 'ntf_2'])"],
+      fanOut: [SUBSCRIPTIONS_FOR_EVENTS, "(ARRAY['cli_1'], ARRAY['Order.Created'])"],
+    };
+    for (const [name, [text, args]] of Object.entries(reads)) {
+      await client.query(`PREPARE ${name}_read AS ${text}`);
+      await planOf(client, `EXECUTE ${name}_read${args}`);
+    }
+    await addBacklog({ nextRunAt: "now()", locked: 0 });
+    for (const [name, [, args]] of Object.entries(reads)) {
+      const plan = await planOf(client, `EXECUTE ${name}_read${args}`);
       t.deepEqual(readsNotById(plan), [], `${name}:\n${plan}`);
     }
   });

@@ -47,6 +47,16 @@ const COLUMN_SET: Record<keyof SubscriptionRow, true> = {
 };
 export const SUBSCRIPTION_COLUMNS = Object.keys(COLUMN_SET) as (keyof SubscriptionRow)[];
 
+/**
+ * The enabled subscriptions of each (client $1[i], event $2[i]): what a publish fans out to. The ANY
+ * conditions keep the read on its index whatever the statistics (see READ_FOR_DELIVERY).
+ */
+export const SUBSCRIPTIONS_FOR_EVENTS = `
+  SELECT s.* FROM (SELECT DISTINCT client_id, event FROM unnest($1::text[], $2::text[]) AS t (client_id, event)) AS t
+  JOIN wh_subscriptions s ON s.client_id = t.client_id AND s.event = t.event AND s.enabled
+  WHERE s.client_id = ANY ($1::text[]) AND s.event = ANY ($2::text[])
+  ORDER BY s.created_at, s.id`;
+
 export const toSubscription = (row: SubscriptionRow): Subscription => ({
   id: row.id,
   clientId: row.client_id,
@@ -93,11 +103,7 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     async (keys) => {
       const { rows } = await this.pool.query<SubscriptionRow>({
         name: "wh-subscriptions-for-events",
-        // The ANY conditions keep the read on its index whatever the statistics (see READ_FOR_DELIVERY).
-        text: `SELECT s.* FROM (SELECT DISTINCT client_id, event FROM unnest($1::text[], $2::text[]) AS t (client_id, event)) AS t
-             JOIN wh_subscriptions s ON s.client_id = t.client_id AND s.event = t.event AND s.enabled
-             WHERE s.client_id = ANY ($1::text[]) AND s.event = ANY ($2::text[])
-             ORDER BY s.created_at, s.id`,
+        text: SUBSCRIPTIONS_FOR_EVENTS,
         values: [keys.map((k) => k.clientId), keys.map((k) => k.event)],
       });
       const byKey = new Map<string, Subscription[]>();
