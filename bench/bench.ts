@@ -51,7 +51,8 @@ const SERVICE_NODE_ARGS = [...(existsSync(SERVICE_PRELOAD) ? ["--require", SERVI
 const SERVICE_ENV = { MALLOC_MMAP_THRESHOLD_: "131072", MALLOC_TRIM_THRESHOLD_: "131072" };
 const MASTER = "ab".repeat(32);
 // BENCH_EVENTS overrides the events of each of the throughput scenario's segments (for profiling).
-// Latency phases are repeated (`repeats` × `latencySeconds`): the median of their p99s is reported, with the spread.
+// Latency phases are repeated (`repeats` × `latencySeconds`, after `latencyWarmupSeconds` not timed): the median of
+// their p99s is reported, with the spread.
 const SIZE_BASE = quick
   ? {
       ceiling: 3000,
@@ -60,6 +61,7 @@ const SIZE_BASE = quick
       throughputSegments: 1,
       fanOut: 10,
       latencySeconds: 2,
+      latencyWarmupSeconds: 1,
       repeats: 1,
       stormSeconds: 2,
       backlog: 5_000,
@@ -67,11 +69,12 @@ const SIZE_BASE = quick
     }
   : {
       ceiling: 10_000,
-      warmupEvents: 200,
+      warmupEvents: 2000,
       events: 2000,
       throughputSegments: 3,
       fanOut: 10,
       latencySeconds: 10,
+      latencyWarmupSeconds: 3,
       repeats: 3,
       stormSeconds: 20,
       backlog: 100_000,
@@ -413,11 +416,23 @@ async function runStore(
       await subscribe(event, 1, tag);
       const p99s: number[] = [];
       let p50 = Number.NaN;
-      let lost = 0;
+      // Warm-up, as (a) has one: the same publishes, delivered and checked but not timed, so that the
+      // phases measure the service once this event's code paths are compiled, not V8 compiling them.
+      receiver.send({ type: "reset" });
+      const warmup = await publish(event, rate * SIZE.latencyWarmupSeconds, rate, Math.max(16, rate / 10));
+      let lost = warmup.notifications - (await collect(warmup.notifications, 60_000, tag)).records.length;
       for (let repeat = 0; repeat < SIZE.repeats; repeat++) {
         receiver.send({ type: "reset" });
+        const cpuBefore = await processCpuMs(service.pid);
         const sent = await publish(event, rate * SIZE.latencySeconds, rate, Math.max(16, rate / 10));
         const got = summarise((await collect(sent.notifications, 60_000, tag)).records.map((r) => r.latencyMs));
+        // BENCH_LATENCY_DETAIL=1 prints each phase's distribution and the service's CPU per event (for diagnosis).
+        if (process.env.BENCH_LATENCY_DETAIL) {
+          const cpu = (((await processCpuMs(service.pid)) - cpuBefore) * 1000) / got.count;
+          console.error(
+            `  ${tag} phase ${repeat + 1}: p50 ${got.p50} p95 ${got.p95} p99 ${got.p99} max ${got.max} ms (${got.count}); service CPU ${Math.round(cpu)} µs per event`,
+          );
+        }
         p99s.push(got.p99);
         p50 = got.p50;
         lost += sent.notifications - got.count;
@@ -447,7 +462,7 @@ async function runStore(
       // Warm-up, as the ceiling's loop has one: the same publishes and deliveries, not counted,
       // so that (a) measures the service once its code is compiled, not V8 compiling it.
       receiver.send({ type: "reset" });
-      const warmup = await publish(event, SIZE.warmupEvents, 0, 16);
+      const warmup = await publish(event, SIZE.warmupEvents, 0, Number(process.env.BENCH_PUBLISHERS ?? 64));
       await collect(warmup.notifications, 60_000, tag);
       const measured: Array<{
         delivered: number;
@@ -759,7 +774,9 @@ async function main() {
             return local.length === 0 ? Number.NaN : local.reduce((sum, ms) => sum + ms, 0);
           },
           done: async () => {
-            await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+            // BENCH_KEEP_DB=1 keeps the run's database to look into (for diagnosis).
+            if (process.env.BENCH_KEEP_DB) console.error(`  (database ${name} kept)`);
+            else await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
             await admin.end();
           },
         };
