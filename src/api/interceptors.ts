@@ -1,6 +1,6 @@
 import { Code, ConnectError, type ContextValues, createContextKey, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { type ClientDirectory, secretsEqual } from "../domain/clients.js";
+import { type ClientDirectory, secretMatcher } from "../domain/clients.js";
 import { StoreUnavailableError, UnauthenticatedError } from "../domain/errors.js";
 import type { Client } from "../domain/model.js";
 import { edgeFacts } from "./edge-facts.js";
@@ -106,10 +106,11 @@ export function createClientAuthInterceptor(directory: ClientDirectory): Interce
 
 /** `Authorization: Bearer <ADMIN_TOKEN>` for the internal services. */
 export function createAdminAuthInterceptor(adminToken: string | undefined): Interceptor {
+  const isAdminToken = adminToken ? secretMatcher(adminToken) : undefined;
   return (next) => async (req) => {
-    if (!adminToken) throw new UnauthenticatedError("the internal API is off: start the service with ADMIN_TOKEN set");
+    if (!isAdminToken) throw new UnauthenticatedError("the internal API is off: start the service with ADMIN_TOKEN set");
     const presented = bearerToken(req.header.get("authorization"));
-    if (!presented || !secretsEqual(presented, adminToken)) throw new UnauthenticatedError("invalid admin token");
+    if (!presented || !isAdminToken(presented)) throw new UnauthenticatedError("invalid admin token");
     return next(req);
   };
 }
