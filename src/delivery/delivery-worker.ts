@@ -3,6 +3,7 @@ import type { DeliveryEvent, DeliveryObserver } from "../domain/delivery-events.
 import type { KeySealer } from "../domain/key-sealing.js";
 import {
   type DeliveryAttempt,
+  type FinalStatus,
   type Notification,
   type NotificationStatus,
   SUBSCRIPTION_DELETED,
@@ -23,9 +24,6 @@ export type AttemptOutcome =
   | { kind: "retry"; reason: string; retry: number; retryAfterMs?: number }
   /** Shutdown interrupted the attempt: run the same attempt again later. */
   | { kind: "requeue" };
-
-/** The statuses an attempt can end its notification in. */
-export type FinalStatus = Extract<NotificationStatus, "delivered" | "failed">;
 
 /** The scheduler's part in one attempt: told when its request is done, and recording the attempt that ends it. */
 export interface AttemptRun {

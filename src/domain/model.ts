@@ -74,6 +74,8 @@ export interface Subscription {
 }
 
 export type NotificationStatus = "pending" | "delivered" | "failed";
+/** The statuses a notification ends in: no attempt follows. */
+export type FinalStatus = Exclude<NotificationStatus, "pending">;
 
 /** The error of the last attempt of a notification whose subscription went away before it was delivered. */
 export const SUBSCRIPTION_DELETED = "subscription was deleted";

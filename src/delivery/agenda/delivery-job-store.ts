@@ -1,4 +1,4 @@
-import type { DeliveryAttempt, Notification, NotificationStatus } from "../../domain/model.js";
+import type { DeliveryAttempt, FinalStatus, Notification } from "../../domain/model.js";
 import type { DeliveryRead } from "../../domain/ports.js";
 import type { FeedJob, JobSource } from "../job-source.js";
 
@@ -67,7 +67,7 @@ export interface LockRenewal {
  */
 export interface FinishedRun {
   readonly attempt: DeliveryAttempt;
-  readonly status: Extract<NotificationStatus, "delivered" | "failed">;
+  readonly status: FinalStatus;
   readonly heldLock: Date;
 }
 
