@@ -20,9 +20,9 @@ export const EMBEDDED_SHARED_BUFFERS = "32MB";
 /**
  * V8 compiles WebAssembly with its baseline compiler (Liftoff) and then
  * recompiles hot functions with its optimising one (TurboFan). For PGlite's
- * PostgreSQL that second tier holds 45–100 MB more resident memory, for
- * good, and buys no throughput or latency the bench can tell apart from a
- * shared machine's noise (see docs/performance.md). The flag applies to
+ * PostgreSQL that second tier holds about 125 MB more resident memory, for
+ * good, for about 7 % more throughput (see docs/performance.md, Memory):
+ * memory is what the embedded store is short of. The flag applies to
  * modules compiled after it is set: only PGlite's, as the service compiles
  * no other WebAssembly.
  */
