@@ -491,23 +491,26 @@ for (const target of storeTargets().filter((t) => t.name === "postgres")) {
 
 // What a publish and a delivery read, planned on drained and analyzed tables, then run beside 20 000 notifications.
 for (const target of storeTargets().filter((t) => t.name === "postgres")) {
-  testOn(test, target)(`${target.name}: the fan-out and delivery reads planned on drained, analyzed tables find their rows by id`, async (t) => {
-    const { client, addBacklog } = await plannerProbe(t, target);
-    await client.query("VACUUM ANALYZE wh_delivery_jobs, wh_notifications, wh_subscriptions");
-    const reads = {
-      delivery: [READ_FOR_DELIVERY, "(ARRAY['ntf_1', 'ntf_2'])"],
-      fanOut: [SUBSCRIPTIONS_FOR_EVENTS, "(ARRAY['cli_1'], ARRAY['Order.Created'])"],
-    };
-    for (const [name, [text, args]] of Object.entries(reads)) {
-      await client.query(`PREPARE ${name}_read AS ${text}`);
-      await planOf(client, `EXECUTE ${name}_read${args}`);
-    }
-    await addBacklog({ nextRunAt: "now()", locked: 0 });
-    for (const [name, [, args]] of Object.entries(reads)) {
-      const plan = await planOf(client, `EXECUTE ${name}_read${args}`);
-      t.deepEqual(readsNotById(plan), [], `${name}:\n${plan}`);
-    }
-  });
+  testOn(test, target)(
+    `${target.name}: the fan-out and delivery reads planned on drained, analyzed tables find their rows by id`,
+    async (t) => {
+      const { client, addBacklog } = await plannerProbe(t, target);
+      await client.query("VACUUM ANALYZE wh_delivery_jobs, wh_notifications, wh_subscriptions");
+      const reads = {
+        delivery: [READ_FOR_DELIVERY, "(ARRAY['ntf_1', 'ntf_2'])"],
+        fanOut: [SUBSCRIPTIONS_FOR_EVENTS, "(ARRAY['cli_1'], ARRAY['Order.Created'])"],
+      };
+      for (const [name, [text, args]] of Object.entries(reads)) {
+        await client.query(`PREPARE ${name}_read AS ${text}`);
+        await planOf(client, `EXECUTE ${name}_read${args}`);
+      }
+      await addBacklog({ nextRunAt: "now()", locked: 0 });
+      for (const [name, [, args]] of Object.entries(reads)) {
+        const plan = await planOf(client, `EXECUTE ${name}_read${args}`);
+        t.deepEqual(readsNotById(plan), [], `${name}:\n${plan}`);
+      }
+    },
+  );
 }
 
 /** A run's writes (see the test above), with arguments naming two jobs that do not exist. */
