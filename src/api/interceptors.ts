@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { type ClientDirectory, secretMatcher } from "../domain/clients.js";
 import { StoreUnavailableError, UnauthenticatedError } from "../domain/errors.js";
 import type { Client } from "../domain/model.js";
+import { bearerToken } from "./bearer-token.js";
 import { edgeFacts } from "./edge-facts.js";
 import { toConnectError } from "./error-mapping.js";
 
@@ -113,9 +114,4 @@ export function createAdminAuthInterceptor(adminToken: string | undefined): Inte
     if (!presented || !isAdminToken(presented)) throw new UnauthenticatedError("invalid admin token");
     return next(req);
   };
-}
-
-function bearerToken(header: string | null): string | undefined {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
-  return match?.[1];
 }

@@ -1,5 +1,6 @@
 import type { Registry } from "prom-client";
-import { secretsEqual } from "../domain/clients.js";
+import { secretMatcher } from "../domain/clients.js";
+import { bearerToken } from "./bearer-token.js";
 import { HttpError, type NodeRequest } from "./http-body.js";
 import { type NodeResponse, writeError } from "./rest-gateway.js";
 
@@ -14,14 +15,15 @@ export interface MetricsEndpointOptions {
 
 /** `GET /metrics`: the Prometheus text format, optionally behind a bearer token. */
 export function createMetricsEndpoint(options: MetricsEndpointOptions): (req: NodeRequest, res: NodeResponse) => void {
+  const isToken = options.token !== undefined ? secretMatcher(options.token) : undefined;
   return (req, res) => {
     if (req.method !== "GET" && req.method !== "HEAD") {
       writeError(res, new HttpError(405, "unimplemented", `${req.method} is not supported here; use GET, HEAD`), { allow: "GET, HEAD" });
       return;
     }
-    if (options.token !== undefined) {
-      const presented = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "")?.[1];
-      if (!presented || !secretsEqual(presented, options.token)) {
+    if (isToken) {
+      const presented = bearerToken(req.headers.authorization);
+      if (!presented || !isToken(presented)) {
         writeError(res, new HttpError(401, "unauthenticated", "GET /metrics needs Authorization: Bearer <METRICS_TOKEN>"), {
           "www-authenticate": "Bearer",
         });

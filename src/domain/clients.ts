@@ -12,15 +12,11 @@ export interface IssuedKey {
   key: string;
 }
 
-/** Compares secrets in time independent of where they differ. */
-export function secretsEqual(presented: string, expected: string): boolean {
-  return secretMatcher(expected)(presented);
-}
-
 /**
- * Whether a presented secret is `expected`, compared as secretsEqual does,
- * with `expected` hashed once: a token checked on every call (admin,
- * metrics) is not hashed again each time.
+ * Whether a presented secret is `expected`, compared in time independent of
+ * where they differ (their hashes, with timingSafeEqual), with `expected`
+ * hashed once: a token checked on every call (admin, metrics) is not hashed
+ * again each time.
  */
 export function secretMatcher(expected: string): (presented: string) => boolean {
   const digest = Buffer.from(hashApiKey(expected), "hex");
