@@ -50,6 +50,8 @@ const SERVICE_NODE_ARGS = [...(existsSync(SERVICE_PRELOAD) ? ["--require", SERVI
 /** The environment `npm start` gives it (glibc's malloc thresholds: see docs/performance.md, Memory). */
 const SERVICE_ENV = { MALLOC_MMAP_THRESHOLD_: "131072", MALLOC_TRIM_THRESHOLD_: "131072" };
 const MASTER = "ab".repeat(32);
+/** Publish calls in flight at once in (a) and its warm-up (BENCH_PUBLISHERS overrides it, for diagnosis). */
+const THROUGHPUT_PUBLISHERS = Number(process.env.BENCH_PUBLISHERS ?? 64);
 // BENCH_EVENTS overrides the events of each of the throughput scenario's segments (for profiling).
 // Latency phases are repeated (`repeats` × `latencySeconds`, after `latencyWarmupSeconds` not timed): the median of
 // their p99s is reported, with the spread.
@@ -462,7 +464,7 @@ async function runStore(
       // Warm-up, as the ceiling's loop has one: the same publishes and deliveries, not counted,
       // so that (a) measures the service once its code is compiled, not V8 compiling it.
       receiver.send({ type: "reset" });
-      const warmup = await publish(event, SIZE.warmupEvents, 0, Number(process.env.BENCH_PUBLISHERS ?? 64));
+      const warmup = await publish(event, SIZE.warmupEvents, 0, THROUGHPUT_PUBLISHERS);
       await collect(warmup.notifications, 60_000, tag);
       const measured: Array<{
         delivered: number;
@@ -480,7 +482,7 @@ async function runStore(
         const serviceCpuBefore = await processCpuMs(service.pid);
         const receiverCpuBefore = await processCpuMs(receiver.pid);
         const storeCpuBefore = await storeCpuMs();
-        const sent = await publish(event, SIZE.events, 0, Number(process.env.BENCH_PUBLISHERS ?? 64));
+        const sent = await publish(event, SIZE.events, 0, THROUGHPUT_PUBLISHERS);
         const a = await collect(sent.notifications, 300_000, tag);
         const per = (ms: number) => (ms * 1000) / a.records.length;
         const cpu = {

@@ -384,7 +384,21 @@ async function plannerProbe(t: ExecutionContext, target: StoreTarget) {
        SELECT id, 'e', $2, ${jobs.nextRunAt}, CASE WHEN locked THEN now() END, CASE WHEN locked THEN 'probe' END FROM locked`,
       [subscription.id, clientId, jobs.locked, jobs.from ?? 1, jobs.count ?? 20_000],
     );
-  return { client, addBacklog };
+  /**
+   * Prepares each statement and makes its one generic plan on the tables as they are now (explaining it makes
+   * it), then adds `backlog`: the plans each then runs with, by name.
+   */
+  const plansAfterBacklog = async (statements: Record<string, [string, string]>, backlog: Parameters<typeof addBacklog>[0]) => {
+    for (const [name, [text, args]] of Object.entries(statements)) {
+      await client.query(`PREPARE ${name}_planned AS ${text}`);
+      await planOf(client, `EXECUTE ${name}_planned${args}`);
+    }
+    await addBacklog(backlog);
+    const plans: Array<[string, string]> = [];
+    for (const [name, [, args]] of Object.entries(statements)) plans.push([name, await planOf(client, `EXECUTE ${name}_planned${args}`)]);
+    return plans;
+  };
+  return { client, addBacklog, plansAfterBacklog };
 }
 
 // The lock statement, prepared while the table is empty as on a new database, keeps to its indexes once
@@ -473,17 +487,9 @@ for (const target of storeTargets().filter((t) => t.name === "postgres")) {
   // The same statements, their plans made while the queue was drained (both tables analyzed empty), then run
   // with 20 000 jobs: each still finds its rows by id, never by reading a table once per row.
   testOn(test, target)(`${target.name}: a run's writes planned on drained, analyzed tables still find their rows by id`, async (t) => {
-    const { client, addBacklog } = await plannerProbe(t, target);
+    const { client, plansAfterBacklog } = await plannerProbe(t, target);
     await client.query("VACUUM ANALYZE wh_delivery_jobs, wh_notifications");
-    const planned = runWrites();
-    for (const [name, [text, args]] of Object.entries(planned)) {
-      await client.query(`PREPARE ${name}_drained AS ${text}`);
-      // Explaining it makes the one generic plan it keeps.
-      await planOf(client, `EXECUTE ${name}_drained${args}`);
-    }
-    await addBacklog({ nextRunAt: "now()", locked: 200 });
-    for (const [name, [, args]] of Object.entries(planned)) {
-      const plan = await planOf(client, `EXECUTE ${name}_drained${args}`);
+    for (const [name, plan] of await plansAfterBacklog(runWrites(), { nextRunAt: "now()", locked: 200 })) {
       t.deepEqual(readsNotById(plan), [], `${name}:\n${plan}`);
     }
   });
@@ -494,19 +500,13 @@ for (const target of storeTargets().filter((t) => t.name === "postgres")) {
   testOn(test, target)(
     `${target.name}: the fan-out and delivery reads planned on drained, analyzed tables find their rows by id`,
     async (t) => {
-      const { client, addBacklog } = await plannerProbe(t, target);
+      const { client, plansAfterBacklog } = await plannerProbe(t, target);
       await client.query("VACUUM ANALYZE wh_delivery_jobs, wh_notifications, wh_subscriptions");
-      const reads = {
+      const reads: Record<string, [string, string]> = {
         delivery: [READ_FOR_DELIVERY, "(ARRAY['ntf_1', 'ntf_2'])"],
         fanOut: [SUBSCRIPTIONS_FOR_EVENTS, "(ARRAY['cli_1'], ARRAY['Order.Created'])"],
       };
-      for (const [name, [text, args]] of Object.entries(reads)) {
-        await client.query(`PREPARE ${name}_read AS ${text}`);
-        await planOf(client, `EXECUTE ${name}_read${args}`);
-      }
-      await addBacklog({ nextRunAt: "now()", locked: 0 });
-      for (const [name, [, args]] of Object.entries(reads)) {
-        const plan = await planOf(client, `EXECUTE ${name}_read${args}`);
+      for (const [name, plan] of await plansAfterBacklog(reads, { nextRunAt: "now()", locked: 0 })) {
         t.deepEqual(readsNotById(plan), [], `${name}:\n${plan}`);
       }
     },

@@ -81,10 +81,10 @@ function toJob(row: JobRow): StoredJob {
  * database) believes it holds one row, and joined by reading the whole table
  * once per row (300 ms to a second a statement under a burst of 20 000 jobs,
  * until the next ANALYZE). Notifications and subscriptions are read in id
- * order, as READ_FOR_DELIVERY reads them, so through their primary keys. The picked jobs' second check is a CASE, which no
- * index can serve: written as the scans' conditions, a plan made while few
- * jobs were due read every due job through the partial indexes to find the
- * few picked.
+ * order, as READ_FOR_DELIVERY reads them, so through their primary keys.
+ * The picked jobs' second check is a CASE, which no index can serve:
+ * written as the scans' conditions, a plan made while few jobs were due
+ * read every due job through the partial indexes to find the few picked.
  *
  * Each locked row comes with what its attempt reads (its notification and
  * subscription), so that an attempt run soon after need not read it again.
