@@ -1,22 +1,20 @@
 import { join } from "node:path";
-import type { QueryConfig, QueryResult, QueryResultRow } from "pg";
-import { EmbeddedConnection } from "./embedded-connection.js";
+import type { PGlite } from "@electric-sql/pglite";
+import { createPgConfig } from "@electric-sql/pglite/node-postgres";
+import pg, { type QueryConfig, type QueryResult, type QueryResultRow } from "pg";
+import { openEmbeddedDatabase } from "./embedded-database.js";
 import type { SqlClient, SqlPool } from "./sql-pool.js";
 
 /**
  * PGlite (PostgreSQL compiled to WebAssembly) under `dataDir`, in this
- * process but in a thread of its own (embedded-connection.ts), behind the
- * pool interface the SQL adapters use: the same `pg` client code runs
- * embedded and against a server, through PGlite's own node-postgres
- * connection (no socket, no second protocol hop).
+ * process, behind the pool interface the SQL adapters use: the same `pg`
+ * client code runs embedded and against a server, through PGlite's own
+ * node-postgres connection (no socket, no second protocol hop).
  *
  * PGlite is one session, so this is one client and one statement at a
- * time. Statements go to the thread as they are asked for, and it runs them
- * in that order, each as soon as the one before is done (no round trip
- * between threads in between). A transaction (`connect()` … `release()`)
- * has the session to itself: what is asked for meanwhile waits for its
- * release; a client released as broken has its transaction rolled back
- * before the next one runs. A refused statement leaves the client as it was (a
+ * time: a statement or a transaction (`connect()` … `release()`) waits for
+ * the one before it; a client released as broken has its transaction rolled
+ * back before the next one runs. A refused statement leaves the client as it was (a
  * pool of pg's would throw the connection away, and the next client on the
  * same session would find the last one's prepared statements and pending
  * messages in its way); there is no connection to lose.
@@ -28,19 +26,19 @@ import type { SqlClient, SqlPool } from "./sql-pool.js";
  * to do, ~20 ms after 25,000 jobs came and went).
  */
 export class EmbeddedPool implements SqlPool {
-  /** Resolves when the next statement or transaction may be sent: those before it are sent, a transaction released. */
+  /** Resolves when the statement or transaction before the next one is done. */
   #turn: Promise<void> = Promise.resolve();
-  /** Transactions held or waiting, and statements waiting behind them: while there are none, a statement is sent at once. */
-  #queued = 0;
   #closed = false;
   #vacuum: NodeJS.Timeout | undefined;
 
-  private constructor(private readonly client: EmbeddedConnection) {}
+  private constructor(
+    private readonly db: PGlite,
+    private readonly client: pg.Client,
+  ) {}
 
   /**
    * Opens (or creates) the database under `dataDir` and applies `settings` (e.g. `enable_seqscan=off`) to its
-   * session; with `vacuumEveryMs`, vacuums it that often. `onError` hears of a failed VACUUM, a failed session and a
-   * stopped database thread.
+   * session; with `vacuumEveryMs`, vacuums it that often (a failure goes to `onError`).
    */
   static async open(
     dataDir: string,
@@ -48,8 +46,17 @@ export class EmbeddedPool implements SqlPool {
     onError: (error: Error) => void,
     options: { vacuumEveryMs?: number } = {},
   ): Promise<EmbeddedPool> {
-    const client = await EmbeddedConnection.start({ directory: join(dataDir, "pglite"), settings }, onError);
-    const pool = new EmbeddedPool(client);
+    const db = await openEmbeddedDatabase(join(dataDir, "pglite"));
+    const client = new pg.Client(createPgConfig(db));
+    client.on("error", onError);
+    try {
+      await client.connect();
+      for (const setting of settings) await client.query(`SET ${setting}`);
+    } catch (error) {
+      await db.close();
+      throw error;
+    }
+    const pool = new EmbeddedPool(db, client);
     if (options.vacuumEveryMs !== undefined) pool.#vacuumEvery(options.vacuumEveryMs, onError);
     return pool;
   }
@@ -72,8 +79,7 @@ export class EmbeddedPool implements SqlPool {
   }
 
   query<R extends QueryResultRow = QueryResultRow>(config: string | QueryConfig, values?: unknown[]): Promise<QueryResult<R>> {
-    if (this.#queued === 0 && !this.#closed) return this.client.query<R>(config, values);
-    return this.#inTurn(() => this.client.query<R>(config, values));
+    return this.#inTurn(() => this.client.query<R>(config as QueryConfig, values));
   }
 
   async connect(): Promise<SqlClient> {
@@ -83,56 +89,46 @@ export class EmbeddedPool implements SqlPool {
     });
     const previous = this.#turn;
     this.#turn = previous.then(() => held);
-    this.#queued++;
-    const release = () => {
-      this.#queued--;
-      done();
-    };
     await previous;
     if (this.#closed) {
-      release();
+      done();
       throw new Error("the embedded database is closed");
     }
     let released = false;
     return {
-      query: <R extends QueryResultRow>(config: string | QueryConfig, values?: unknown[]) => this.client.query<R>(config, values),
+      query: <R extends QueryResultRow>(config: string | QueryConfig, values?: unknown[]) =>
+        this.client.query<R>(config as QueryConfig, values),
       release: (broken?: boolean | Error) => {
         if (released) return;
         released = true;
-        // Whatever its holder left open ends here, sent before the next turn's statements (outside a transaction it does nothing).
-        if (broken) this.client.query("ROLLBACK").catch(() => {});
-        release();
+        // Whatever its holder left open ends here, before the next turn begins (outside a transaction this does nothing).
+        if (broken) void this.client.query("ROLLBACK").then(done, done);
+        else done();
       },
     };
   }
 
   async end(): Promise<void> {
     clearInterval(this.#vacuum);
-    await this.#inTurn(() => {
+    await this.#inTurn(async () => {
       this.#closed = true;
-      return this.client.close();
+      await this.client.end();
+      await this.db.close();
     });
   }
 
-  /**
-   * Sends what `send` sends once the transactions and statements before it
-   * are on their way (a transaction: released), and resolves with its answer.
-   */
-  async #inTurn<T>(send: () => Promise<T>): Promise<T> {
+  async #inTurn<T>(run: () => Promise<T>): Promise<T> {
     const previous = this.#turn;
     let done: () => void = () => {};
     this.#turn = new Promise<void>((resolve) => {
       done = resolve;
     });
-    this.#queued++;
     await previous;
-    let answer: Promise<T>;
     try {
-      answer = this.#closed ? Promise.reject(new Error("the embedded database is closed")) : send();
+      if (this.#closed) throw new Error("the embedded database is closed");
+      return await run();
     } finally {
-      this.#queued--;
       done();
     }
-    return answer;
   }
 }
