@@ -47,7 +47,7 @@ export interface SubscriptionStore {
   findByUrl(clientId: string, url: string): Promise<Subscription[]>;
   /** The client's subscriptions, oldest first, after `after`. */
   listByClient(clientId: string, limit: number, after?: Cursor): Promise<Subscription[]>;
-  /** The client's enabled subscriptions to this event (publishing fans out to these). */
+  /** The client's enabled subscriptions to this event (publishing fans out to these); callers may share one answer, so none changes it. */
   listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]>;
   /**
    * Writes the owner-controlled fields (not the failure streak, nor the

@@ -2,6 +2,7 @@ import { type Db, MongoClient } from "mongodb";
 import pg from "pg";
 import type { Logger } from "pino";
 import type { Store } from "../domain/ports.js";
+import { FanOutCache } from "./fan-out-cache.js";
 import { createMongoStore, ensureMongoIndexes } from "./mongo/mongo-store.js";
 import { trackConnections } from "./postgres/closing-pool.js";
 import { EmbeddedPool } from "./postgres/embedded-pool.js";
@@ -73,7 +74,9 @@ async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
     await pool.end();
     throw error;
   }
-  const store = createPostgresStore(pool);
+  const tables = createPostgresStore(pool);
+  // One process holds the data directory: every write to subscriptions goes through this one store.
+  const store = { ...tables, subscriptions: new FanOutCache(tables.subscriptions) };
   return {
     store,
     deliveryStore: store,

@@ -1,0 +1,135 @@
+import type { Subscription } from "../domain/model.js";
+import type { Cursor, SubscriptionStore } from "../domain/ports.js";
+
+/** (client, event) pairs whose fan-out is kept; the least recently used go first. */
+const DEFAULT_LIMIT = 1_000;
+
+/**
+ * A SubscriptionStore that keeps the answers of `listEnabledForEvent` (what
+ * every publish reads), for a database no other process writes: the
+ * embedded store, whose data directory one process holds at a time. Every
+ * write made through it drops the answers of the subscription's client, so
+ * an answer is always the database's current one, and a publish spends no
+ * statement finding its subscribers.
+ *
+ * A read during which any write finished is handed to its caller but not
+ * kept: it may have been read before that write. Several instances sharing
+ * a database must not use it (another instance's writes would drop
+ * nothing here).
+ */
+export class FanOutCache implements SubscriptionStore {
+  /** `client \0 event` → the enabled subscriptions, as the store answered; least recently used first. */
+  readonly #fanOuts = new Map<string, { clientId: string; subscriptions: readonly Subscription[] }>();
+  /** Which client each kept subscription belongs to, to drop its client's answers on a write by id. */
+  readonly #clientOf = new Map<string, string>();
+  /** Writes finished so far. */
+  #writes = 0;
+
+  constructor(
+    private readonly store: SubscriptionStore,
+    private readonly limit = DEFAULT_LIMIT,
+  ) {}
+
+  async listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]> {
+    const key = `${clientId}\u0000${event}`;
+    const kept = this.#fanOuts.get(key);
+    if (kept) {
+      this.#fanOuts.delete(key);
+      this.#fanOuts.set(key, kept);
+      return kept.subscriptions as Subscription[];
+    }
+    const writesBefore = this.#writes;
+    // Frozen: every publish of the event gets these very objects.
+    const subscriptions = Object.freeze((await this.store.listEnabledForEvent(clientId, event)).map((s) => Object.freeze(s)));
+    if (this.#writes === writesBefore) this.#keep(key, clientId, subscriptions);
+    return subscriptions as Subscription[];
+  }
+
+  insert(subscription: Subscription): Promise<void> {
+    return this.#writing(
+      () => subscription.clientId,
+      () => this.store.insert(subscription),
+    );
+  }
+
+  update(subscription: Subscription, expectedUpdatedAt: Date): Promise<boolean> {
+    return this.#writing(
+      () => subscription.clientId,
+      () => this.store.update(subscription, expectedUpdatedAt),
+    );
+  }
+
+  delete(id: string): Promise<boolean> {
+    return this.#writing(
+      () => this.#clientOf.get(id),
+      () => this.store.delete(id),
+    );
+  }
+
+  markFailing(id: string, at: Date): Promise<Date | undefined> {
+    return this.#writing(
+      () => this.#clientOf.get(id),
+      () => this.store.markFailing(id, at),
+    );
+  }
+
+  markHealthy(id: string): Promise<void> {
+    return this.#writing(
+      () => this.#clientOf.get(id),
+      () => this.store.markHealthy(id),
+    );
+  }
+
+  disable(id: string, reason: string, at: Date): Promise<void> {
+    return this.#writing(
+      () => this.#clientOf.get(id),
+      () => this.store.disable(id, reason, at),
+    );
+  }
+
+  get(id: string): Promise<Subscription | undefined> {
+    return this.store.get(id);
+  }
+
+  findByUrl(clientId: string, url: string): Promise<Subscription[]> {
+    return this.store.findByUrl(clientId, url);
+  }
+
+  listByClient(clientId: string, limit: number, after?: Cursor): Promise<Subscription[]> {
+    return this.store.listByClient(clientId, limit, after);
+  }
+
+  /**
+   * Once the write is over (failed or not: it may have happened), the
+   * answers of the client it touched go. Its client is looked up then: a
+   * write by the id of a subscription kept nowhere here drops nothing, and a
+   * read that kept it while the write ran is dropped now.
+   */
+  async #writing<T>(clientOf: () => string | undefined, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } finally {
+      this.#writes++;
+      const clientId = clientOf();
+      if (clientId !== undefined) {
+        for (const [key, kept] of this.#fanOuts) if (kept.clientId === clientId) this.#forget(key);
+      }
+    }
+  }
+
+  #keep(key: string, clientId: string, subscriptions: readonly Subscription[]): void {
+    if (this.#fanOuts.size >= this.limit) {
+      const oldest = this.#fanOuts.keys().next().value;
+      if (oldest !== undefined) this.#forget(oldest);
+    }
+    this.#fanOuts.set(key, { clientId, subscriptions });
+    for (const subscription of subscriptions) this.#clientOf.set(subscription.id, clientId);
+  }
+
+  #forget(key: string): void {
+    const kept = this.#fanOuts.get(key);
+    if (!kept) return;
+    this.#fanOuts.delete(key);
+    for (const subscription of kept.subscriptions) this.#clientOf.delete(subscription.id);
+  }
+}
