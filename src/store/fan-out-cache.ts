@@ -118,6 +118,8 @@ export class FanOutCache implements SubscriptionStore {
   }
 
   #keep(key: string, clientId: string, subscriptions: readonly Subscription[]): void {
+    // Two reads of one event that missed together: the later answer replaces the earlier, evicting nothing.
+    this.#forget(key);
     if (this.#fanOuts.size >= this.limit) {
       const oldest = this.#fanOuts.keys().next().value;
       if (oldest !== undefined) this.#forget(oldest);

@@ -131,3 +131,16 @@ test("the least recently used answers go once the cache holds its limit", async 
   t.not(again, shipped);
   t.is(again.length, 2);
 });
+
+test("two publishes of one event that miss together keep one answer and evict nothing else", async (t) => {
+  const { cache, clientId } = await setUp(2);
+  for (const event of ["Order.Created", "Order.Shipped"]) await cache.insert(subscriptionRecord(clientId, { event }));
+  const created = await cache.listEnabledForEvent(clientId, "Order.Created");
+  const [first, second] = await Promise.all([
+    cache.listEnabledForEvent(clientId, "Order.Shipped"),
+    cache.listEnabledForEvent(clientId, "Order.Shipped"),
+  ]);
+  t.deepEqual(ids(first), ids(second));
+  t.is(await cache.listEnabledForEvent(clientId, "Order.Created"), created);
+  t.is(await cache.listEnabledForEvent(clientId, "Order.Shipped"), second, "the later answer is the one kept");
+});
