@@ -20,8 +20,6 @@ const DEFAULT_LIMIT = 1_000;
 export class FanOutCache implements SubscriptionStore {
   /** `client \0 event` → the enabled subscriptions, as the store answered; least recently used first. */
   readonly #fanOuts = new Map<string, { clientId: string; subscriptions: readonly Subscription[] }>();
-  /** Which client each kept subscription belongs to, to drop its client's answers on a write by id. */
-  readonly #clientOf = new Map<string, string>();
   /** Writes finished so far. */
   #writes = 0;
 
@@ -61,28 +59,28 @@ export class FanOutCache implements SubscriptionStore {
 
   delete(id: string): Promise<boolean> {
     return this.#writing(
-      () => this.#clientOf.get(id),
+      () => this.#clientOf(id),
       () => this.store.delete(id),
     );
   }
 
   markFailing(id: string, at: Date): Promise<Date | undefined> {
     return this.#writing(
-      () => this.#clientOf.get(id),
+      () => this.#clientOf(id),
       () => this.store.markFailing(id, at),
     );
   }
 
   markHealthy(id: string): Promise<void> {
     return this.#writing(
-      () => this.#clientOf.get(id),
+      () => this.#clientOf(id),
       () => this.store.markHealthy(id),
     );
   }
 
   disable(id: string, reason: string, at: Date): Promise<void> {
     return this.#writing(
-      () => this.#clientOf.get(id),
+      () => this.#clientOf(id),
       () => this.store.disable(id, reason, at),
     );
   }
@@ -112,26 +110,24 @@ export class FanOutCache implements SubscriptionStore {
       this.#writes++;
       const clientId = clientOf();
       if (clientId !== undefined) {
-        for (const [key, kept] of this.#fanOuts) if (kept.clientId === clientId) this.#forget(key);
+        for (const [key, kept] of this.#fanOuts) if (kept.clientId === clientId) this.#fanOuts.delete(key);
       }
     }
   }
 
-  #keep(key: string, clientId: string, subscriptions: readonly Subscription[]): void {
-    // Two reads of one event that missed together: the later answer replaces the earlier, evicting nothing.
-    this.#forget(key);
-    if (this.#fanOuts.size >= this.limit) {
-      const oldest = this.#fanOuts.keys().next().value;
-      if (oldest !== undefined) this.#forget(oldest);
-    }
-    this.#fanOuts.set(key, { clientId, subscriptions });
-    for (const subscription of subscriptions) this.#clientOf.set(subscription.id, clientId);
+  /** The client of a subscription in a kept answer (each subscription is in at most one: it has one event). */
+  #clientOf(id: string): string | undefined {
+    for (const kept of this.#fanOuts.values()) if (kept.subscriptions.some((s) => s.id === id)) return kept.clientId;
+    return undefined;
   }
 
-  #forget(key: string): void {
-    const kept = this.#fanOuts.get(key);
-    if (!kept) return;
+  #keep(key: string, clientId: string, subscriptions: readonly Subscription[]): void {
+    // Two reads of one event that missed together: the later answer replaces the earlier, evicting nothing.
     this.#fanOuts.delete(key);
-    for (const subscription of kept.subscriptions) this.#clientOf.delete(subscription.id);
+    if (this.#fanOuts.size >= this.limit) {
+      const oldest = this.#fanOuts.keys().next().value;
+      if (oldest !== undefined) this.#fanOuts.delete(oldest);
+    }
+    this.#fanOuts.set(key, { clientId, subscriptions });
   }
 }
