@@ -211,15 +211,26 @@ export class DeliveryWorker {
     return { kind: "retry", reason, retry: attempt + 1, retryAfterMs: result.retryAfterMs };
   }
 
-  /** Keeps the failure streak, and disables a subscription that failed for too long. */
+  /**
+   * Keeps the failure streak, and disables a subscription that failed for
+   * too long. The streak is written as it starts and as it ends: a failure
+   * of a subscription read as failing already (read with its notification,
+   * moments ago) writes nothing, unless the streak as read is long enough to
+   * disable it, when the store's own answer decides. So a retry storm costs
+   * no write per failed attempt. Should a success end the streak between
+   * that read and this failure, the new streak starts at the next failure
+   * instead of this one: later, never earlier.
+   */
   async #trackHealth(subscription: Subscription, succeeded: boolean, at: Date, log: AttemptLog): Promise<void> {
     const { subscriptions } = this.deps.store;
     if (succeeded) {
       if (subscription.failingSince) await subscriptions.markHealthy(subscription.id);
       return;
     }
-    const since = await subscriptions.markFailing(subscription.id, at);
     const limit = this.deps.autoDisableAfterMs;
+    const known = subscription.failingSince;
+    if (known && (limit === undefined || at.getTime() - known.getTime() < limit)) return;
+    const since = await subscriptions.markFailing(subscription.id, at);
     if (since && limit !== undefined && at.getTime() - since.getTime() >= limit) {
       await this.#disable(subscription, "failing", `disabled automatically: every delivery failed since ${since.toISOString()}`);
       log.warn({ failingSince: since }, "subscription disabled after failing too long");

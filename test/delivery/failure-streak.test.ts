@@ -1,0 +1,49 @@
+import test from "ava";
+import { storeRun, workerSetUp } from "../helpers/worker.js";
+
+const failing = () => ({ status: 500 });
+
+test("a failure streak is written as it starts: a failure of a subscription read as failing already writes nothing", async (t) => {
+  const { opened, subscription, accept, worker } = await workerSetUp(t, { observe: () => {} }, failing);
+  const [first, second, third] = await accept(3);
+  if (!first || !second || !third) return t.fail("three notifications");
+  const streak = () => opened.store.subscriptions.get(subscription.id).then((read) => read?.failingSince);
+
+  await worker.attemptNext(first.id, storeRun(opened));
+  const started = await streak();
+  t.truthy(started, "a failure read as healthy starts the streak");
+
+  // The store's streak is ended behind the worker's back; a read saying it runs writes nothing.
+  await opened.store.subscriptions.markHealthy(subscription.id);
+  worker.expect(second, { ...subscription, failingSince: started });
+  await worker.attemptNext(second.id, storeRun(opened));
+  t.is(await streak(), undefined, "read as failing already: no write");
+
+  // Read as healthy (as the store has it): the streak starts again.
+  await worker.attemptNext(third.id, storeRun(opened));
+  t.truthy(await streak());
+});
+
+test("a streak long enough to disable its subscription as read is checked with the store, which decides", async (t) => {
+  const { opened, subscription, accept, worker } = await workerSetUp(t, { observe: () => {} }, failing, { autoDisableAfterMs: 60_000 });
+  const [stale, old] = await accept(2);
+  if (!stale || !old) return t.fail("two notifications");
+  const read = () => opened.store.subscriptions.get(subscription.id);
+  const longAgo = new Date(Date.now() - 120_000);
+
+  // Read as failing for two minutes, but the store's streak (none) says otherwise: it starts now, no disabling.
+  worker.expect(stale, { ...subscription, failingSince: longAgo });
+  await worker.attemptNext(stale.id, storeRun(opened));
+  const fresh = await read();
+  t.true(fresh?.enabled, "the store's streak is new: still enabled");
+  t.true((fresh?.failingSince?.getTime() ?? 0) > longAgo.getTime());
+
+  // The store's streak began two minutes ago too: now it is disabled.
+  await opened.store.subscriptions.markHealthy(subscription.id);
+  await opened.store.subscriptions.markFailing(subscription.id, longAgo);
+  worker.expect(old, { ...subscription, failingSince: longAgo });
+  await worker.attemptNext(old.id, storeRun(opened));
+  const disabled = await read();
+  t.false(disabled?.enabled);
+  t.regex(disabled?.disabledReason ?? "", /every delivery failed since/);
+});
