@@ -215,11 +215,12 @@ export class DeliveryWorker {
    * Keeps the failure streak, and disables a subscription that failed for
    * too long. The streak is written as it starts and as it ends: a failure
    * of a subscription read as failing already (read with its notification,
-   * moments ago) writes nothing, unless the streak as read is long enough to
-   * disable it, when the store's own answer decides. So a retry storm costs
-   * no write per failed attempt. Should a success end the streak between
-   * that read and this failure, the new streak starts at the next failure
-   * instead of this one: later, never earlier.
+   * at most a couple of seconds ago) writes nothing, unless the streak as
+   * read is long enough to disable it, when the store's own answer decides.
+   * So a retry storm costs no write per failed attempt. Should the streak
+   * end (a success, or the owner enabling the subscription again) between
+   * that read and this failure, the new streak starts at the first failure
+   * read after it ended instead of this one: later, never earlier.
    */
   async #trackHealth(subscription: Subscription, succeeded: boolean, at: Date, log: AttemptLog): Promise<void> {
     const { subscriptions } = this.deps.store;
