@@ -47,3 +47,21 @@ test("a streak long enough to disable its subscription as read is checked with t
   t.false(disabled?.enabled);
   t.regex(disabled?.disabledReason ?? "", /every delivery failed since/);
 });
+
+test("a retry storm writes its streak once: later failures of a subscription failing already leave the store alone", async (t) => {
+  const { opened, accept, worker } = await workerSetUp(t, { observe: () => {} }, failing);
+  const [notification] = await accept(1);
+  if (!notification) return t.fail("one notification");
+  // The store's own method, counted: each call is a write.
+  const { subscriptions } = opened.store;
+  const markFailing = subscriptions.markFailing.bind(subscriptions);
+  let writes = 0;
+  subscriptions.markFailing = (id, at) => {
+    writes++;
+    return markFailing(id, at);
+  };
+  for (let attempt = 0; attempt < 4; attempt++) {
+    t.like(await worker.attemptNext(notification.id, storeRun(opened)), { kind: "retry", retry: attempt + 1 });
+  }
+  t.is(writes, 1, "four failures, one write: the streak's start");
+});
