@@ -229,10 +229,10 @@ export class DeliveryWorker {
       return;
     }
     const limit = this.deps.autoDisableAfterMs;
-    const known = subscription.failingSince;
-    if (known && (limit === undefined || at.getTime() - known.getTime() < limit)) return;
+    const disables = (since: Date) => limit !== undefined && at.getTime() - since.getTime() >= limit;
+    if (subscription.failingSince && !disables(subscription.failingSince)) return;
     const since = await subscriptions.markFailing(subscription.id, at);
-    if (since && limit !== undefined && at.getTime() - since.getTime() >= limit) {
+    if (since && disables(since)) {
       await this.#disable(subscription, "failing", `disabled automatically: every delivery failed since ${since.toISOString()}`);
       log.warn({ failingSince: since }, "subscription disabled after failing too long");
     }
