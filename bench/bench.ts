@@ -411,6 +411,16 @@ async function runStore(
     };
 
     /**
+     * `SIZE.latencyWarmupSeconds` of `event` at `rate`/s, delivered and checked but not timed, before a
+     * latency scenario's phases; answers how many of them were lost.
+     */
+    const warmUp = async (event: string, tag: string, rate: number, concurrency: number) => {
+      receiver.send({ type: "reset" });
+      const warmup = await publish(event, rate * SIZE.latencyWarmupSeconds, rate, concurrency);
+      return warmup.notifications - (await collect(warmup.notifications, 60_000, tag)).records.length;
+    };
+
+    /**
      * p99 publish→receipt at `rate`/s to one subscription, over `SIZE.repeats` phases of
      * `SIZE.latencySeconds`: the median of the phases' p99s, their spread, and what was lost.
      */
@@ -418,11 +428,9 @@ async function runStore(
       await subscribe(event, 1, tag);
       const p99s: number[] = [];
       let p50 = Number.NaN;
-      // Warm-up, as (a) has one: the same publishes, delivered and checked but not timed, so that the
-      // phases measure the service once this event's code paths are compiled, not V8 compiling them.
-      receiver.send({ type: "reset" });
-      const warmup = await publish(event, rate * SIZE.latencyWarmupSeconds, rate, Math.max(16, rate / 10));
-      let lost = warmup.notifications - (await collect(warmup.notifications, 60_000, tag)).records.length;
+      // Warm-up, as (a) has one: the phases measure the service once this event's code paths are
+      // compiled, not V8 compiling them.
+      let lost = await warmUp(event, tag, rate, Math.max(16, rate / 10));
       for (let repeat = 0; repeat < SIZE.repeats; repeat++) {
         receiver.send({ type: "reset" });
         const cpuBefore = await processCpuMs(service.pid);
@@ -598,12 +606,9 @@ async function runStore(
         `(c) retry storm: 20 events/s × 10 subscriptions, ${SIZE.repeats} × ${SIZE.stormSeconds} s calm, then ${SIZE.repeats} × ${SIZE.stormSeconds} s with 3 answering 500`,
       );
       const storm = await subscribe("Bench.Storm", 10, "c");
-      // Warm-up, as (b) has one: the calm load, delivered and checked but not timed, so that the first
-      // calm phase does not carry the first deliveries to ten new subscriptions (their keys opened, their
-      // endpoints' connections made) and V8 compiling the paths.
-      receiver.send({ type: "reset" });
-      const warmup = await publish("Bench.Storm", 20 * SIZE.latencyWarmupSeconds, 20, 8);
-      const warmupLost = warmup.notifications - (await collect(warmup.notifications, 60_000, "c")).records.length;
+      // Warm-up, as (b) has one: the first calm phase does not carry the first deliveries to ten new
+      // subscriptions (their keys opened, their endpoints' connections made) and V8 compiling the paths.
+      const warmupLost = await warmUp("Bench.Storm", "c", 20, 8);
       // The receiver's reset forgets which subscriptions fail: each phase names them again.
       const phases = async (failing: string[]) => {
         const healthyShare = 1 - failing.length / storm.length;
