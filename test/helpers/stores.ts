@@ -1,8 +1,13 @@
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, rename, rm } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { promisify } from "node:util";
 import pg from "pg";
+import { createEmbeddedDatabase } from "../../src/store/postgres/embedded-database.js";
 import type { SqlClient } from "../../src/store/postgres/sql-pool.js";
 
 /**
@@ -16,10 +21,46 @@ export interface StoreTarget {
   create(): Promise<{ env: Record<string, string>; cleanup(): Promise<void> }>;
 }
 
+/**
+ * A new, empty embedded database, made once per PGlite version on this
+ * machine and kept in the temporary directory: making one runs initdb in
+ * WebAssembly, about 9 s of CPU, which most tests would otherwise spend
+ * each. test/store/embedded-database.test.ts covers making one.
+ */
+let template: Promise<string> | undefined;
+function embeddedTemplate(): Promise<string> {
+  template ??= (async () => {
+    const require = createRequire(import.meta.url);
+    const manifest = join(dirname(require.resolve("@electric-sql/pglite")), "..", "package.json");
+    const { version } = JSON.parse(readFileSync(manifest, "utf8")) as { version: string };
+    const shared = join(tmpdir(), `wh-test-pglite-${version}`);
+    if (existsSync(join(shared, "PG_VERSION"))) return shared;
+    // Made under a name of this process's own, then moved into place whole: a test file
+    // starting meanwhile makes its own, and the first to finish is kept.
+    const own = `${shared}.${process.pid}`;
+    await rm(own, { recursive: true, force: true });
+    await createEmbeddedDatabase(own);
+    await rename(own, shared).catch(async (error: NodeJS.ErrnoException) => {
+      await rm(own, { recursive: true, force: true });
+      if (!existsSync(join(shared, "PG_VERSION"))) throw error;
+    });
+    return shared;
+  })();
+  return template;
+}
+
+/** A new data directory (DATA_DIR) holding a new, empty embedded database. */
+export async function embeddedDataDir(prefix = "wh-test-"): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  // cp(1): Node's fs.cp takes seconds over the database's thousand small files.
+  await promisify(execFile)("cp", ["-R", await embeddedTemplate(), join(dir, "pglite")]);
+  return dir;
+}
+
 const pgliteTarget: StoreTarget = {
   name: "pglite",
   async create() {
-    const dir = await mkdtemp(join(tmpdir(), "wh-test-"));
+    const dir = await embeddedDataDir();
     return { env: { DATA_DIR: dir }, cleanup: () => rm(dir, { recursive: true, force: true }) };
   },
 };

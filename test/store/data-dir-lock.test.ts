@@ -5,6 +5,7 @@ import { join } from "node:path";
 import test from "ava";
 import { acquireDataDirLock, DataDirLockedError, LOCK_FILE } from "../../src/store/data-dir-lock.js";
 import { kill, spawnService, startExpectingExit } from "../helpers/process.js";
+import { embeddedDataDir } from "../helpers/stores.js";
 
 async function tempDir(t: import("ava").ExecutionContext): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "wh-lock-"));
@@ -56,7 +57,8 @@ test("release leaves a lock that is no longer ours alone", async (t) => {
 
 test("a second service on the same DATA_DIR exits 2 naming DATA_DIR and the holder's pid; after a SIGKILL the next one starts", async (t) => {
   t.timeout(120_000);
-  const dir = await tempDir(t);
+  const dir = await embeddedDataDir("wh-lock-");
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
   const first = await spawnService({ DATA_DIR: dir });
   t.teardown(() => kill(first, "SIGKILL"));
 

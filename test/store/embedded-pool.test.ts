@@ -1,11 +1,10 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
 import test from "ava";
 import { EmbeddedPool } from "../../src/store/postgres/embedded-pool.js";
+import { embeddedDataDir } from "../helpers/stores.js";
 
 async function open(t: import("ava").ExecutionContext): Promise<EmbeddedPool> {
-  const dir = await mkdtemp(join(tmpdir(), "wh-embedded-"));
+  const dir = await embeddedDataDir("wh-embedded-");
   const pool = await EmbeddedPool.open(dir, ["enable_seqscan=off"], (error) => t.fail(`embedded database failed: ${error.message}`));
   t.teardown(async () => {
     await pool.end();
@@ -55,7 +54,7 @@ test("a transaction has the session to itself: statements from elsewhere wait fo
 });
 
 test("closing waits for statements under way and refuses later ones with a clear error", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "wh-embedded-"));
+  const dir = await embeddedDataDir("wh-embedded-");
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const pool = await EmbeddedPool.open(dir, [], () => {});
   const running = pool.query("SELECT 1 AS one");
@@ -76,7 +75,7 @@ test("a client released as broken has what it left open rolled back before the n
 });
 
 test("with vacuumEveryMs, a table whose rows come and go reuses its space instead of growing by every row it held", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "wh-embedded-"));
+  const dir = await embeddedDataDir("wh-embedded-");
   const pool = await EmbeddedPool.open(dir, [], (error) => t.fail(`embedded database failed: ${error.message}`), { vacuumEveryMs: 50 });
   t.teardown(async () => {
     await pool.end();

@@ -1,6 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
 import test from "ava";
 import { newId } from "../../src/domain/ids.js";
 import type { Subscription } from "../../src/domain/model.js";
@@ -10,13 +8,14 @@ import { STABLE_PLANS } from "../../src/store/open-store.js";
 import { EmbeddedPool } from "../../src/store/postgres/embedded-pool.js";
 import { createPostgresStore } from "../../src/store/postgres/postgres-store.js";
 import { migrate } from "../../src/store/postgres/schema.js";
+import { embeddedDataDir } from "../helpers/stores.js";
 import { subscriptionRecord } from "../helpers/subscriptions.js";
 
 // One embedded database for the file; each test has its own clients.
 let pool: EmbeddedPool | undefined;
 let dir = "";
 const ready = (async () => {
-  dir = await mkdtemp(join(tmpdir(), "wh-fan-out-"));
+  dir = await embeddedDataDir("wh-fan-out-");
   pool = await EmbeddedPool.open(dir, STABLE_PLANS, () => {});
   await migrate(pool);
   return createPostgresStore(pool);

@@ -1,6 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
 import test, { type ExecutionContext } from "ava";
 import pg from "pg";
 import { pino } from "pino";
@@ -10,7 +8,7 @@ import { type OpenStore, openStore, STABLE_PLANS, withSettings } from "../../src
 import { EmbeddedPool } from "../../src/store/postgres/embedded-pool.js";
 import type { SqlPool } from "../../src/store/postgres/sql-pool.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
-import { planOf, storeTargets } from "../helpers/stores.js";
+import { embeddedDataDir, planOf, storeTargets } from "../helpers/stores.js";
 import { storeContract } from "./store-contract.js";
 
 const log = pino({ level: "silent" });
@@ -65,7 +63,7 @@ async function assertPlanStaysOnIndex(t: ExecutionContext, pool: SqlPool): Promi
 }
 
 test("pglite: a statement prepared on an empty table keeps using the index as the table grows", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "wh-plan-"));
+  const dir = await embeddedDataDir("wh-plan-");
   const pool = await EmbeddedPool.open(dir, STABLE_PLANS, () => {});
   try {
     await assertPlanStaysOnIndex(t, pool);

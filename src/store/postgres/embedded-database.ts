@@ -42,13 +42,17 @@ export async function openEmbeddedDatabase(directory: string): Promise<PGlite> {
       throw error;
     });
     if (held.length > 0) throw new Error(`${directory} holds files but no database (no PG_VERSION): move it away to start anew`);
-    await createInChildProcess(directory);
+    await createEmbeddedDatabase(directory);
   }
   setFlagsFromString(WASM_FLAGS);
   return PGlite.create(directory, { startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`] });
 }
 
-async function createInChildProcess(directory: string): Promise<void> {
+/**
+ * Makes a new, empty database in `directory` (which must not hold one) in a
+ * child process, beside it first and then moved into place whole.
+ */
+export async function createEmbeddedDatabase(directory: string): Promise<void> {
   const parent = dirname(directory);
   await mkdir(parent, { recursive: true });
   // What an earlier, interrupted creation left (this process holds the data directory's lock).
