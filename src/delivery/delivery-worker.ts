@@ -1,14 +1,7 @@
 import type { Logger } from "pino";
 import type { DeliveryEvent, DeliveryObserver } from "../domain/delivery-events.js";
 import type { KeySealer } from "../domain/key-sealing.js";
-import {
-  type DeliveryAttempt,
-  type FinalStatus,
-  type Notification,
-  type NotificationStatus,
-  SUBSCRIPTION_DELETED,
-  type Subscription,
-} from "../domain/model.js";
+import { type DeliveryAttempt, type FinalStatus, type Notification, SUBSCRIPTION_DELETED, type Subscription } from "../domain/model.js";
 import type { Store } from "../domain/ports.js";
 import { isRelay } from "../domain/relay.js";
 import type { RetryPolicy } from "../domain/retry-policy.js";
@@ -17,11 +10,17 @@ import { DeliverySigner, remember } from "./delivery-signer.js";
 import type { HttpSender } from "./http-sender.js";
 import type { RelaySender } from "./relay-sender.js";
 
+/** A retry an attempt asks for: `retry` is its number (1-based); `retryAfterMs`, the receiver's Retry-After. */
+export interface RetryRequest {
+  reason: string;
+  retry: number;
+  retryAfterMs?: number;
+}
+
 /** What the scheduler does after an attempt. */
 export type AttemptOutcome =
   | { kind: "done" }
-  /** `retry` is the number of the retry to schedule (1-based). */
-  | { kind: "retry"; reason: string; retry: number; retryAfterMs?: number }
+  | ({ kind: "retry" } & RetryRequest)
   /** Shutdown interrupted the attempt: run the same attempt again later. */
   | { kind: "requeue" };
 
@@ -35,6 +34,12 @@ export interface AttemptRun {
    * the notification's job ends with it.
    */
   recordFinal(attempt: DeliveryAttempt, status: FinalStatus): Promise<void>;
+  /**
+   * Records a failed attempt that leaves its notification pending, as the
+   * store's recordAttempt does, in the scheduler's own write: the one that
+   * schedules `retry`.
+   */
+  recordRetry(attempt: DeliveryAttempt, retry: RetryRequest): Promise<void>;
 }
 
 /** Reads in hand for attempts about to run (see expect); older ones are read again. */
@@ -110,8 +115,6 @@ export class DeliveryWorker {
    */
   async attemptNext(notificationId: string, run: AttemptRun): Promise<AttemptOutcome> {
     const { store } = this.deps;
-    const recordAttempt = (made: DeliveryAttempt, status: NotificationStatus) =>
-      status === "pending" ? store.notifications.recordAttempt(made, status) : run.recordFinal(made, status);
     const read = this.#takeExpected(notificationId) ?? (await store.notifications.getForDelivery(notificationId));
     const notification = read?.notification;
     if (notification?.status !== "pending") {
@@ -126,7 +129,7 @@ export class DeliveryWorker {
     /** Records an attempt that made no request: the notification fails for good. */
     const abandon = async (error: string) => {
       const record = { notificationId, attempt, startedAt, durationMs: 0, error, succeeded: false };
-      await recordAttempt(record, "failed");
+      await run.recordFinal(record, "failed");
       this.#observe({
         kind: "attempt-finished",
         at: new Date(),
@@ -173,8 +176,7 @@ export class DeliveryWorker {
     // 410 Gone: the receiver says the endpoint is gone for good; retrying would only annoy it.
     const gone = result.statusCode === 410;
     const lastAttempt = gone || attempt >= this.maxRetries;
-    const status = succeeded ? "delivered" : lastAttempt ? "failed" : "pending";
-    if (status !== "pending") this.#signer.forget(notificationId);
+    const final: FinalStatus | undefined = succeeded ? "delivered" : lastAttempt ? "failed" : undefined;
     const record = {
       notificationId,
       attempt,
@@ -185,7 +187,16 @@ export class DeliveryWorker {
       error: result.error,
       succeeded,
     };
-    await recordAttempt(record, status);
+    const retry: RetryRequest = {
+      reason: result.error ?? `receiver answered ${result.statusCode}`,
+      retry: attempt + 1,
+      retryAfterMs: result.retryAfterMs,
+    };
+    if (final) {
+      this.#signer.forget(notificationId);
+      await run.recordFinal(record, final);
+    } else await run.recordRetry(record, retry);
+    const status = final ?? "pending";
     this.#observe({ kind: "attempt-finished", at: new Date(), notification, subscription, attempt: record, status, sent: true });
     // The attempt is recorded; bookkeeping that fails now must not turn into
     // an early retry (our failure, not the receiver's).
@@ -207,8 +218,7 @@ export class DeliveryWorker {
       return { kind: "done" };
     }
     log.info(fields, "delivery failed; will retry");
-    const reason = result.error ?? `receiver answered ${result.statusCode}`;
-    return { kind: "retry", reason, retry: attempt + 1, retryAfterMs: result.retryAfterMs };
+    return { kind: "retry", ...retry };
   }
 
   /**

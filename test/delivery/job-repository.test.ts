@@ -151,6 +151,52 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
     },
   );
 
+  testOn(test, target)(
+    `${target.name}: a run's failed attempt saves its retry under the renewed lock; Agenda's backoff and save that follow write nothing`,
+    async (t) => {
+      let saves = 0;
+      let renewals = 0;
+      const { jobs, repository, attrs, job, due } = await oneRun(t, target, (store) => {
+        const save = store.save.bind(store);
+        store.save = (states) => {
+          saves++;
+          return save(states);
+        };
+        const renew = store.renew.bind(store);
+        store.renew = (held) => {
+          renewals++;
+          return renew(held);
+        };
+        return store;
+      });
+      const renewal = touch(repository, attrs);
+      const attempt = { notificationId: job.id, attempt: 0, startedAt: new Date(), durationMs: 3, statusCode: 503, succeeded: false };
+      const nextRunAt = new Date(Date.now() + 60_000);
+      // Recorded while the renewal's statement is on its way: it goes out after it, under the lock it left.
+      await repository.retryRun(
+        attrs,
+        { nextRunAt, reason: "receiver answered 503" },
+        async (state) => (await jobs.retry([{ attempt, state }]))[0] === true,
+      );
+      t.is(await renewal, undefined);
+      const stored = await jobs.get(job.id);
+      t.is(stored?.lockedAt, undefined, "released");
+      t.is(stored?.nextRunAt?.getTime(), nextRunAt.getTime(), "the retry is scheduled");
+      t.like(stored, { failCount: 1, failReason: "receiver answered 503" });
+      t.deepEqual(due, [nextRunAt], "and the feed told when it falls due");
+      t.is(await touch(repository, attrs), undefined);
+      t.is(renewals, 1, "a renewal after the retry is saved has no lock to move: it writes nothing");
+      // As Agenda after the run threw: its own backoff, a failure counted, and the save.
+      attrs.lockedAt = undefined;
+      attrs.lastFinishedAt = new Date();
+      attrs.failCount = 1;
+      attrs.nextRunAt = new Date(Date.now() + 5_000);
+      await repository.saveJobState(attrs);
+      t.is(saves, 0, "Agenda's save as the run ends writes nothing");
+      t.is((await jobs.get(job.id))?.nextRunAt?.getTime(), nextRunAt.getTime(), "the retry stays as the record scheduled it");
+    },
+  );
+
   testOn(test, target)(`${target.name}: a renewal that fails leaves the run under its old lock, in Agenda's memory too`, async (t) => {
     let refuse = true;
     const { jobs, repository, attrs, job } = await oneRun(t, target, (store) => {

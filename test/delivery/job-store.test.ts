@@ -4,7 +4,7 @@ import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { createJobStore } from "../../src/delivery/agenda/create-delivery-engine.js";
 import type { LockedJob, NewDelivery } from "../../src/delivery/agenda/delivery-job-store.js";
-import { COUNT_JOBS, FINISH, LOCK_DUE, REMOVE, RENEW, SAVE, UNLOCK } from "../../src/delivery/agenda/postgres-job-store.js";
+import { COUNT_JOBS, FINISH, LOCK_DUE, REMOVE, RENEW, RETRY, SAVE, UNLOCK } from "../../src/delivery/agenda/postgres-job-store.js";
 import type { LockRequest } from "../../src/delivery/job-source.js";
 import { newId } from "../../src/domain/ids.js";
 import type { Notification, Subscription } from "../../src/domain/model.js";
@@ -263,6 +263,62 @@ for (const target of storeTargets()) {
         "a run that lost its lock leaves the job to its holder",
       );
       t.like(await opened.store.notifications.get(lost.id), { status: "failed", attemptCount: 1 }, "and still records its attempt");
+    },
+  );
+
+  testOn(test, target)(
+    `${target.name}: a run's failed attempt is recorded with its job's retry, which is saved only under the held lock`,
+    async (t) => {
+      const { opened, jobs, clientId } = await openJobs(t, target);
+      const subscription = await subscribe(opened, clientId);
+      await jobs.insert(deliveries(subscription, 2), unlocked);
+      const [retried, lost] = (await jobs.lockDue(request(2))).jobs as [LockedJob, LockedJob];
+      const attemptOf = (job: LockedJob) => ({
+        notificationId: job.id,
+        attempt: 0,
+        startedAt: new Date(),
+        durationMs: 5,
+        statusCode: 503,
+        succeeded: false,
+      });
+      const nextRunAt = new Date(Date.now() + 60_000);
+      const failedAt = new Date();
+      const stateOf = (job: LockedJob, heldLock: Date) => ({
+        id: job.id,
+        heldLock,
+        nextRunAt,
+        lastRunAt: failedAt,
+        lastFinishedAt: failedAt,
+        failCount: 1,
+        failReason: "receiver answered 503",
+        failedAt,
+      });
+      const stale = new Date(lost.lockedAt.getTime() - 5000);
+      t.deepEqual(
+        await jobs.retry([
+          { attempt: attemptOf(retried), state: stateOf(retried, retried.lockedAt) },
+          { attempt: attemptOf(lost), state: stateOf(lost, stale) },
+        ]),
+        [true, false],
+      );
+      const saved = await jobs.get(retried.id);
+      t.is(saved?.lockedAt, undefined, "its lock is released");
+      t.is(saved?.nextRunAt?.getTime(), nextRunAt.getTime(), "its retry is due when asked");
+      t.like(saved, { failCount: 1, failReason: "receiver answered 503" });
+      t.like(await opened.store.notifications.get(retried.id), { status: "pending", attemptCount: 1 });
+      const attempts = await opened.store.notifications.listAttempts(retried.id);
+      t.is(attempts.length, 1);
+      t.like(attempts, [{ attempt: 0, statusCode: 503, succeeded: false }]);
+      t.is(
+        (await jobs.get(lost.id))?.lockedAt?.getTime(),
+        lost.lockedAt.getTime(),
+        "a run that lost its lock leaves the job to its holder",
+      );
+      t.like(await opened.store.notifications.get(lost.id), { status: "pending", attemptCount: 1 }, "and still records its attempt");
+      t.false(
+        (await jobs.lockDue(request(2))).jobs.some((job) => job.id === retried.id),
+        "the retry is not due before its time",
+      );
     },
   );
 
@@ -525,6 +581,10 @@ function runWrites(): Record<string, [string, string]> {
     finish: [
       FINISH,
       `(${ids}, ARRAY[0, 0], ${at}, ARRAY[1, 1], ARRAY[200, 200], ARRAY['', ''], ARRAY[NULL, NULL]::text[], ARRAY[true, true], ARRAY['delivered', 'delivered'], ${at})`,
+    ],
+    retry: [
+      RETRY,
+      `(${ids}, ARRAY[0, 0], ${at}, ARRAY[1, 1], ARRAY[503, 503], ARRAY['', ''], ARRAY[NULL, NULL]::text[], ARRAY[false, false], ARRAY['pending', 'pending'], ${at}, ${at}, ${at}, ${at}, ARRAY[1, 1], ARRAY['', ''], ${at})`,
     ],
   };
 }

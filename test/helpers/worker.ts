@@ -20,7 +20,11 @@ const [pglite] = storeTargets();
 
 /** An attempt run by no scheduler: its records go to the store as they are (no job to end with them). */
 export function storeRun(opened: OpenStore): AttemptRun {
-  return { requestDone: () => {}, recordFinal: (attempt, status) => opened.store.notifications.recordAttempt(attempt, status) };
+  return {
+    requestDone: () => {},
+    recordFinal: (attempt, status) => opened.store.notifications.recordAttempt(attempt, status),
+    recordRetry: (attempt) => opened.store.notifications.recordAttempt(attempt, "pending"),
+  };
 }
 
 /**

@@ -54,7 +54,12 @@ const POLL_BACKOFF = { initialMs: 200, maxMs: 5_000 };
 /** Running attempts get this long to save their state once interrupted at shutdown. */
 const INTERRUPTED_SAVE_WAIT_MS = 5_000;
 
-/** Thrown to Agenda so that it schedules the next attempt through `backoff`. */
+/**
+ * Thrown to Agenda for a run whose attempt failed and will be retried: the
+ * retry was saved with the attempt's record (recordRetry), so Agenda's
+ * backoff and save that follow write nothing (or, for a run that lost its
+ * lock meanwhile, fail as the lock is gone).
+ */
 class RetryLater extends Error {
   constructor(
     message: string,
@@ -263,6 +268,17 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
               const [deleted] = await this.store.finish([{ attempt, status, heldLock }]);
               return deleted === true;
             }),
+          // A failed attempt's record also schedules its retry: Agenda's save as the run ends then writes nothing.
+          recordRetry: (attempt, retry) => {
+            const delayMs = retryDelay(this.options.retryPolicy, retry.retry, retry.retryAfterMs);
+            // The worker asks for no retry beyond the policy's last.
+            if (delayMs === null) return Promise.reject(new Error(`retry ${retry.retry} is beyond the retry policy`));
+            const nextRunAt = new Date(Date.now() + delayMs);
+            return this.#repository.retryRun(job.attrs, { nextRunAt, reason: retry.reason }, async (state) => {
+              const [saved] = await this.store.retry([{ attempt, state }]);
+              return saved === true;
+            });
+          },
         }),
       );
       if (outcome.kind === "retry") throw new RetryLater(outcome.reason, outcome.retry, outcome.retryAfterMs);

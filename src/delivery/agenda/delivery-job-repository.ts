@@ -87,9 +87,11 @@ const DELETED_ON_SAVE_LIMIT = 100_000;
  *   its old lock, in memory too.
  * - It keeps no finished job: a save that releases a job with no next run
  *   deletes it (what Agenda's removeOnComplete does a moment later), and that
- *   delete then answers from memory. A run whose last attempt was recorded
- *   with `finishRun` deleted its job in that write already: its final save
- *   writes nothing.
+ *   delete then answers from memory.
+ * - A run may write its own end with its attempt's record: `finishRun`
+ *   deletes the job of a notification that ended, `retryRun` schedules the
+ *   retry of one that goes on. Agenda's save as the run ends then writes
+ *   nothing.
  * - Only what Agenda's job processing uses is supported; creating and
  *   editing jobs through Agenda's API is refused (NotSupportedError).
  */
@@ -101,8 +103,8 @@ export class DeliveryJobRepository implements JobRepository {
   readonly #deletedOnSave = new Set<string>();
   /** The last write asked for of each run under way, for the next to wait for. */
   readonly #writing = new WeakMap<JobParameters, Promise<unknown>>();
-  /** Runs whose job `finishRun` deleted. */
-  readonly #finished = new WeakSet<JobParameters>();
+  /** Runs that wrote their own end: their job deleted (`finishRun`) or its retry saved (`retryRun`). */
+  readonly #ended = new WeakMap<JobParameters, "deleted" | "saved">();
 
   constructor(
     private readonly store: DeliveryJobStore,
@@ -154,22 +156,50 @@ export class DeliveryJobRepository implements JobRepository {
   /**
    * A run's last write of its own, made while it runs: `write` records its
    * last attempt and deletes its job under the lock the run holds (passed to
-   * it), answering whether it deleted it (see DeliveryJobStore.finish). It
-   * goes out after the run's earlier writes, under the lock they left; once
-   * it deleted the job, the run's later saves (a renewal, the save Agenda
-   * makes as the run ends) write nothing. Its failure is the attempt
-   * record's (the run fails, and Agenda saves it to run again), not a job
-   * save's: it is not reported as one.
+   * it), answering whether it deleted it (see DeliveryJobStore.finish). Its
+   * failure is the attempt record's (the run fails, and Agenda saves it to
+   * run again), not a job save's: it is not reported as one. See #ownWrite.
    */
   finishRun(attrs: JobParameters, write: (heldLock: Date) => Promise<boolean>): Promise<void> {
-    const earlier = this.#writing.get(attrs);
-    const finishing = (earlier ? earlier.catch(() => {}) : Promise.resolve()).then(async () => {
-      const lease = this.#leases.get(attrs);
-      if (!lease) throw new Error(`job ${String(attrs._id)} finished after its run ended`);
-      if (await write(lease.lockedAt)) this.#finished.add(attrs);
+    return this.#ownWrite(attrs, async (lease) => {
+      if (await write(lease.lockedAt)) this.#ended.set(attrs, "deleted");
     });
-    this.#writing.set(attrs, finishing);
-    return finishing;
+  }
+
+  /**
+   * As finishRun, for a run whose failed attempt leaves its notification
+   * pending: `write` records the attempt and saves the job's state (passed
+   * to it: the retry due at `nextRunAt`, the failure counted as Agenda
+   * counts it, the lock released), answering whether the job still had the
+   * lock (see DeliveryJobStore.retry). Agenda's own backoff and save that
+   * follow write nothing.
+   */
+  retryRun(attrs: JobParameters, retry: { nextRunAt: Date; reason: string }, write: (state: JobState) => Promise<boolean>): Promise<void> {
+    return this.#ownWrite(attrs, async (lease) => {
+      const now = new Date();
+      const failed = { ...attrs, failCount: (attrs.failCount ?? 0) + 1, failReason: retry.reason, failedAt: now, lastFinishedAt: now };
+      // It is a save of the job's state too: its outcome counts for health as Agenda's would.
+      if (!(await this.#write(write(toState(failed, lease.lockedAt, retry.nextRunAt))))) return;
+      this.#ended.set(attrs, "saved");
+      this.feed.dueAt(retry.nextRunAt);
+    });
+  }
+
+  /**
+   * A write a run makes of its own: it goes out after the run's earlier
+   * writes, under the lock they left; once it ended the run's job (deleted
+   * it, or saved its retry and released its lock), the run's later saves (a
+   * renewal, the save Agenda makes as the run ends) write nothing.
+   */
+  #ownWrite(attrs: JobParameters, write: (lease: LockedJob) => Promise<void>): Promise<void> {
+    const earlier = this.#writing.get(attrs);
+    const writing = (earlier ? earlier.catch(() => {}) : Promise.resolve()).then(() => {
+      const lease = this.#leases.get(attrs);
+      if (!lease) throw new Error(`job ${String(attrs._id)} wrote its end after its run ended`);
+      return write(lease);
+    });
+    this.#writing.set(attrs, writing);
+    return writing;
   }
 
   /** One write of a run, once its earlier ones are through. */
@@ -178,8 +208,9 @@ export class DeliveryJobRepository implements JobRepository {
     const lease = this.#leases.get(attrs);
     if (!lease) throw new Error(`job ${id} was saved after its run ended`);
     if (lockedAt?.getTime() === lease.lockedAt.getTime()) return;
-    // Its notification ended and its job is gone: a renewal has nothing to move.
-    if (lockedAt && this.#finished.has(attrs)) return;
+    // The run wrote its job's end: a renewal has no lock to move.
+    const ended = this.#ended.get(attrs);
+    if (lockedAt && ended) return;
     if (lockedAt) {
       // A renewed lock must reach the database before the old one expires.
       const [renewed] = await this.#write(this.store.renew([{ id, heldLock: lease.lockedAt, lockedAt }])).catch((error: unknown) => {
@@ -195,9 +226,9 @@ export class DeliveryJobRepository implements JobRepository {
     }
     this.#leases.delete(attrs);
     this.#writing.delete(attrs);
-    // Its notification ended and its job is gone: whatever Agenda would write next is moot.
-    if (this.#finished.has(attrs)) {
-      this.#rememberDeleted(id);
+    // The run wrote its job's end already: what Agenda would write now is moot.
+    if (ended) {
+      if (ended === "deleted") this.#rememberDeleted(id);
       return;
     }
     if (!nextRunAt) {

@@ -71,6 +71,15 @@ export interface FinishedRun {
   readonly heldLock: Date;
 }
 
+/**
+ * A run's failed attempt, which leaves its notification pending, and the
+ * state its job is saved with: its retry due, its lock released.
+ */
+export interface RetriedRun {
+  readonly attempt: DeliveryAttempt;
+  readonly state: JobState;
+}
+
 /** A notification to accept, with the endpoint its deliveries go to. */
 export interface NewDelivery {
   notification: Notification;
@@ -129,6 +138,14 @@ export interface DeliveryJobStore extends JobSource<LockedJob> {
    * its attempt, and leaves the job to its new holder.
    */
   finish(runs: readonly FinishedRun[]): Promise<boolean[]>;
+  /**
+   * Records each run's failed attempt, as NotificationStore.recordAttempt
+   * does (its notification stays pending), and writes its job's state as
+   * `save` does, in one write where the database allows; answers, per run,
+   * whether the job still had its held lock (and was written). A run that
+   * lost its lock still records its attempt.
+   */
+  retry(runs: readonly RetriedRun[]): Promise<boolean[]>;
   /** Deletes the jobs that still have their held lock; answers their ids. */
   remove(jobs: ReadonlyArray<{ id: string; heldLock: Date }>): Promise<string[]>;
   get(id: string): Promise<StoredJob | undefined>;

@@ -19,6 +19,7 @@ import type {
   LockedJob,
   LockRenewal,
   NewDelivery,
+  RetriedRun,
   StoredJob,
 } from "./delivery-job-store.js";
 
@@ -306,6 +307,23 @@ export class MongoJobStore implements DeliveryJobStore {
         await recordAttempt(this.#notifications, this.#attempts, attempt, status);
         return this.remove([{ id: attempt.notificationId, heldLock }]).then(
           (removed) => removed.length === 1,
+          () => false,
+        );
+      }),
+    );
+  }
+
+  /**
+   * The attempt is recorded, then the job saved: two writes. A save that
+   * fails once the attempt is recorded answers false (not written), as a
+   * lost lock does: the run's own save at its end then writes its retry.
+   */
+  retry(runs: readonly RetriedRun[]): Promise<boolean[]> {
+    return Promise.all(
+      runs.map(async ({ attempt, state }) => {
+        await recordAttempt(this.#notifications, this.#attempts, attempt, "pending");
+        return this.save([state]).then(
+          ([saved]) => saved === true,
           () => false,
         );
       }),

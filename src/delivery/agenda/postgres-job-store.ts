@@ -20,6 +20,7 @@ import type {
   LockedJob,
   LockRenewal,
   NewDelivery,
+  RetriedRun,
   StoredJob,
 } from "./delivery-job-store.js";
 import { prepareJobTable } from "./postgres-job-schema.js";
@@ -205,16 +206,39 @@ export const COUNT_JOBS = `
  */
 const STILL_HELD = "j.id = ANY($1::text[]) AND j.id = t.id AND t.held_lock IS NOT NULL AND j.locked_at IS NOT DISTINCT FROM t.held_lock";
 
-/** Each ended run's state, written only where the job still has the lock its run held ($2); the lock is released. */
-export const SAVE = `
+/**
+ * Each ended run's state, written only where the job still has the lock its
+ * run held; the lock is released. The job ids are `$1`, the rest of the
+ * state the seven parameters from `$first` on (see stateParameters).
+ */
+function saveJobs(first: number): string {
+  const [held, next, lastRun, lastFinished, failCount, failReason, failedAt] = Array.from({ length: 7 }, (_, i) => `$${first + i}`);
+  return `
   UPDATE wh_delivery_jobs AS j
   SET next_run_at = t.next_run_at, locked_at = NULL, locked_by = NULL, last_run_at = t.last_run_at,
       last_finished_at = t.last_finished_at, fail_count = t.fail_count, fail_reason = t.fail_reason, failed_at = t.failed_at
-  FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::timestamptz[], $6::int[], $7::text[],
-              $8::timestamptz[])
+  FROM unnest($1::text[], ${held}::timestamptz[], ${next}::timestamptz[], ${lastRun}::timestamptz[], ${lastFinished}::timestamptz[],
+              ${failCount}::int[], ${failReason}::text[], ${failedAt}::timestamptz[])
     AS t (id, held_lock, next_run_at, last_run_at, last_finished_at, fail_count, fail_reason, failed_at)
   WHERE ${STILL_HELD}
   RETURNING j.id, t.held_lock`;
+}
+
+export const SAVE = saveJobs(2);
+
+/** saveJobs' parameters from `$first` on, one array per column. */
+function stateParameters(states: readonly JobState[]): unknown[] {
+  const column = <T>(pick: (job: JobState) => T) => states.map(pick);
+  return [
+    column((job) => job.heldLock),
+    column((job) => job.nextRunAt),
+    column((job) => job.lastRunAt ?? null),
+    column((job) => job.lastFinishedAt ?? null),
+    column((job) => job.failCount ?? 0),
+    column((job) => job.failReason ?? null),
+    column((job) => job.failedAt ?? null),
+  ];
+}
 
 /** Locks moved forward, where the job still has the lock its run held. */
 export const RENEW = `
@@ -246,6 +270,18 @@ export const FINISH = `
     RETURNING j.id, t.held_lock
   )
   SELECT id, held_lock FROM removed`;
+
+/**
+ * Runs' failed attempts recorded (RECORD_ATTEMPTS_CTES, $1…$9; $1 holds the
+ * notification ids, which are the job ids) and their jobs' states saved
+ * where still held ($10…$16, as SAVE), in one statement, as FINISH does and
+ * for the same reasons: the jobs are locked (the `saved` CTE) before the
+ * notifications.
+ */
+export const RETRY = `
+  ${RECORD_ATTEMPTS_CTES}, saved AS (${saveJobs(10)}
+  )
+  SELECT id, held_lock FROM saved`;
 
 /**
  * Locks handed back where still held as given. A job handed back left
@@ -282,6 +318,7 @@ export class PostgresJobStore implements DeliveryJobStore {
   readonly #renewals: Coalescer<LockRenewal, boolean>;
   readonly #removes: Coalescer<Held, boolean>;
   readonly #finishes: Coalescer<FinishedRun, boolean>;
+  readonly #retries: Coalescer<RetriedRun, boolean>;
 
   constructor(
     private readonly pools: { api: SqlPool; bookkeeping: SqlPool },
@@ -295,20 +332,10 @@ export class PostgresJobStore implements DeliveryJobStore {
     this.#inserts = new Coalescer((calls) => this.#insert(calls), { splitOn: isDataError });
     this.#saves = new Coalescer(
       async (jobs) => {
-        const column = <T>(pick: (job: JobState) => T) => jobs.map(pick);
         const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
           name: "wh-save-jobs",
           text: SAVE,
-          values: [
-            column((job) => job.id),
-            column((job) => job.heldLock),
-            column((job) => job.nextRunAt),
-            column((job) => job.lastRunAt ?? null),
-            column((job) => job.lastFinishedAt ?? null),
-            column((job) => job.failCount ?? 0),
-            column((job) => job.failReason ?? null),
-            column((job) => job.failedAt ?? null),
-          ],
+          values: [jobs.map((job) => job.id), ...stateParameters(jobs)],
         });
         return touched(jobs, rows);
       },
@@ -331,6 +358,23 @@ export class PostgresJobStore implements DeliveryJobStore {
         });
         return touched(
           runs.map((run) => ({ id: run.attempt.notificationId, heldLock: run.heldLock })),
+          rows,
+        );
+      },
+      { splitOn: isDataError },
+    );
+    this.#retries = new Coalescer(
+      async (runs) => {
+        const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
+          name: "wh-retry-jobs",
+          text: RETRY,
+          values: [
+            ...recordParameters(runs.map((run) => ({ attempt: run.attempt, status: "pending" }))),
+            ...stateParameters(runs.map((run) => run.state)),
+          ],
+        });
+        return touched(
+          runs.map((run) => ({ id: run.attempt.notificationId, heldLock: run.state.heldLock })),
           rows,
         );
       },
@@ -458,6 +502,10 @@ export class PostgresJobStore implements DeliveryJobStore {
 
   finish(runs: readonly FinishedRun[]): Promise<boolean[]> {
     return Promise.all(runs.map((run) => this.#finishes.call(run)));
+  }
+
+  retry(runs: readonly RetriedRun[]): Promise<boolean[]> {
+    return Promise.all(runs.map((run) => this.#retries.call(run)));
   }
 
   async remove(jobs: readonly Held[]): Promise<string[]> {
