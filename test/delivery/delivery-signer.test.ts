@@ -6,6 +6,7 @@ import { KeySealer } from "../../src/domain/key-sealing.js";
 import type { Notification, SignatureScheme, Subscription } from "../../src/domain/model.js";
 import { verifyBody } from "../../src/domain/signature.js";
 import { generateKeyMaterial } from "../../src/domain/signature-schemes.js";
+import { countCalls } from "../helpers/count-calls.js";
 
 const sealer = new KeySealer(randomBytes(32));
 const at = new Date();
@@ -126,23 +127,18 @@ test("a key sealed for another subscription does not open: no headers", async (t
 });
 
 test("a subscription's keys open once, each read of the subscription bringing its own copy; a rotated-in key opens, a rotated-out one is let go", async (t) => {
-  let opened = 0;
   const counting = new KeySealer(randomBytes(32));
-  const open = counting.open.bind(counting);
-  counting.open = (sealed, subscriptionId) => {
-    opened++;
-    return open(sealed, subscriptionId);
-  };
+  const opened = countCalls(counting, "open");
   const signer = new DeliverySigner(counting);
   const { subscription, current, next, nextPublic } = await subscriptionOf("RSA_SHA256");
   const sealedCurrent = counting.seal(current, subscription.id);
   // A fresh read: equal text in a new string each time.
   const read = (sealed: string): Subscription => ({ ...subscription, privateKeyPem: [...sealed].join("") });
   for (let i = 0; i < 5; i++) await signer.headers(notification(subscription), read(sealedCurrent), 0);
-  t.is(opened, 1);
+  t.is(opened.calls, 1);
   const rotated = read(counting.seal(next, subscription.id));
   const n = notification(subscription);
   t.true(verifyBody(n.body, (await signer.headers(n, rotated, 0))["X-Signature"] as string, nextPublic));
   await signer.headers(notification(subscription), rotated, 0);
-  t.is(opened, 2);
+  t.is(opened.calls, 2);
 });

@@ -1,4 +1,5 @@
 import test from "ava";
+import { countCalls } from "../helpers/count-calls.js";
 import { storeRun, workerSetUp } from "../helpers/worker.js";
 
 const failing = () => ({ status: 500 });
@@ -53,15 +54,9 @@ test("a retry storm writes its streak once: later failures of a subscription fai
   const [notification] = await accept(1);
   if (!notification) return t.fail("one notification");
   // The store's own method, counted: each call is a write.
-  const { subscriptions } = opened.store;
-  const markFailing = subscriptions.markFailing.bind(subscriptions);
-  let writes = 0;
-  subscriptions.markFailing = (id, at) => {
-    writes++;
-    return markFailing(id, at);
-  };
+  const writes = countCalls(opened.store.subscriptions, "markFailing");
   for (let attempt = 0; attempt < 4; attempt++) {
     t.like(await worker.attemptNext(notification.id, storeRun(opened)), { kind: "retry", retry: attempt + 1 });
   }
-  t.is(writes, 1, "four failures, one write: the streak's start");
+  t.is(writes.calls, 1, "four failures, one write: the streak's start");
 });

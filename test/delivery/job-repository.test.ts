@@ -10,6 +10,7 @@ import { newId } from "../../src/domain/ids.js";
 import type { Notification } from "../../src/domain/model.js";
 import { openStore } from "../../src/store/open-store.js";
 import type { SqlPool } from "../../src/store/postgres/sql-pool.js";
+import { countCalls } from "../helpers/count-calls.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
 import { storeTargets, testOn } from "../helpers/stores.js";
 import { subscriptionRecord } from "../helpers/subscriptions.js";
@@ -128,13 +129,9 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
   testOn(test, target)(
     `${target.name}: a run's last record deletes its job under the renewed lock; the save ending the run then writes nothing`,
     async (t) => {
-      let removes = 0;
+      let removes = { calls: 0 };
       const { jobs, repository, attrs, job } = await oneRun(t, target, (store) => {
-        const remove = store.remove.bind(store);
-        store.remove = (held) => {
-          removes++;
-          return remove(held);
-        };
+        removes = countCalls(store, "remove");
         return store;
       });
       const renewal = touch(repository, attrs);
@@ -146,7 +143,7 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
       attrs.lockedAt = undefined;
       attrs.lastFinishedAt = new Date();
       await repository.saveJobState(attrs);
-      t.is(removes, 0, "Agenda's save as the run ends sends no delete");
+      t.is(removes.calls, 0, "Agenda's save as the run ends sends no delete");
       t.is(await repository.removeJobs({ id: job.id }), 1, "and its delete that follows answers from memory");
     },
   );
@@ -154,19 +151,11 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
   testOn(test, target)(
     `${target.name}: a run's failed attempt saves its retry under the renewed lock; Agenda's backoff and save that follow write nothing`,
     async (t) => {
-      let saves = 0;
-      let renewals = 0;
+      let saves = { calls: 0 };
+      let renewals = { calls: 0 };
       const { jobs, repository, attrs, job, due } = await oneRun(t, target, (store) => {
-        const save = store.save.bind(store);
-        store.save = (states) => {
-          saves++;
-          return save(states);
-        };
-        const renew = store.renew.bind(store);
-        store.renew = (held) => {
-          renewals++;
-          return renew(held);
-        };
+        saves = countCalls(store, "save");
+        renewals = countCalls(store, "renew");
         return store;
       });
       const renewal = touch(repository, attrs);
@@ -185,14 +174,14 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
       t.like(stored, { failCount: 1, failReason: "receiver answered 503" });
       t.deepEqual(due, [nextRunAt], "and the feed told when it falls due");
       t.is(await touch(repository, attrs), undefined);
-      t.is(renewals, 1, "a renewal after the retry is saved has no lock to move: it writes nothing");
+      t.is(renewals.calls, 1, "a renewal after the retry is saved has no lock to move: it writes nothing");
       // As Agenda after the run threw: its own backoff, a failure counted, and the save.
       attrs.lockedAt = undefined;
       attrs.lastFinishedAt = new Date();
       attrs.failCount = 1;
       attrs.nextRunAt = new Date(Date.now() + 5_000);
       await repository.saveJobState(attrs);
-      t.is(saves, 0, "Agenda's save as the run ends writes nothing");
+      t.is(saves.calls, 0, "Agenda's save as the run ends writes nothing");
       t.is((await jobs.get(job.id))?.nextRunAt?.getTime(), nextRunAt.getTime(), "the retry stays as the record scheduled it");
     },
   );
