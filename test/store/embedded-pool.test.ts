@@ -1,6 +1,10 @@
-import { rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import test from "ava";
+import pg from "pg";
 import { EmbeddedPool } from "../../src/store/postgres/embedded-pool.js";
+import { EmbeddedThread } from "../../src/store/postgres/embedded-thread.js";
 import { embeddedDataDir } from "../helpers/stores.js";
 
 async function open(t: import("ava").ExecutionContext): Promise<EmbeddedPool> {
@@ -106,4 +110,60 @@ test("with vacuumEveryMs, a table whose rows come and go reuses its space instea
   await waitForVacuum();
   // Without VACUUM the 10,000 rows would leave ~3 MB behind (PGlite has no autovacuum).
   t.true((await size()) <= Math.max(settled, 8192) * 4, `${await size()} bytes after 10,000 rows came and went (${settled} after 500)`);
+});
+
+test("PostgreSQL's work runs on the database's own thread: the event loop keeps turning while a statement runs", async (t) => {
+  const pool = await open(t);
+  let last = performance.now();
+  let longestGap = 0;
+  let running = true;
+  const turn = () => {
+    const now = performance.now();
+    longestGap = Math.max(longestGap, now - last);
+    last = now;
+    if (running) setImmediate(turn);
+  };
+  setImmediate(turn);
+  const started = performance.now();
+  await pool.query("SELECT pg_sleep(0.5)");
+  const took = performance.now() - started;
+  running = false;
+  t.true(took >= 450, `the statement took ${Math.round(took)} ms`);
+  // On the event loop's own thread the loop would stand still for the whole statement.
+  t.true(
+    longestGap < took / 2,
+    `the event loop stood still for at most ${Math.round(longestGap)} ms of the statement's ${Math.round(took)} ms`,
+  );
+});
+
+test("a database that cannot be opened is refused with the reason", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "wh-embedded-bad-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await mkdir(join(dir, "pglite"));
+  await writeFile(join(dir, "pglite", "stray"), "not a database");
+  await t.throwsAsync(
+    EmbeddedPool.open(dir, [], () => {}),
+    { message: /holds files but no database/ },
+  );
+});
+
+test("the database's thread giving up is a lost connection to its client; closing still closes the database, twice over", async (t) => {
+  const dir = await embeddedDataDir("wh-embedded-");
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const thread = await EmbeddedThread.start(join(dir, "pglite"));
+  const client = new pg.Client({ stream: () => thread.socket, user: "postgres", database: "postgres" });
+  // pg reports the loss, then that the connection ended: both go to its listener.
+  const lost = new Promise<Error>((resolve) => client.on("error", resolve));
+  await client.connect();
+  t.deepEqual((await client.query("SELECT 1 AS one")).rows, [{ one: 1 }]);
+  // Bytes no client would write: a message whose length is shorter than its own header.
+  thread.socket.write(Buffer.from([0x51, 0, 0, 0, 2]));
+  t.regex((await lost).message, /declares 3 bytes/);
+  await t.throwsAsync(client.query("SELECT 1"));
+  await thread.close();
+  await thread.close();
+  // The database was closed properly: it opens again.
+  const again = await EmbeddedPool.open(dir, [], (error) => t.fail(`embedded database failed: ${error.message}`));
+  t.deepEqual((await again.query("SELECT 2 AS two")).rows, [{ two: 2 }]);
+  await again.end();
 });

@@ -1,15 +1,15 @@
 import { join } from "node:path";
-import type { PGlite } from "@electric-sql/pglite";
-import { createPgConfig } from "@electric-sql/pglite/node-postgres";
 import pg, { type QueryConfig, type QueryResult, type QueryResultRow } from "pg";
-import { openEmbeddedDatabase } from "./embedded-database.js";
+import { EmbeddedThread } from "./embedded-thread.js";
 import type { SqlClient, SqlPool } from "./sql-pool.js";
 
 /**
  * PGlite (PostgreSQL compiled to WebAssembly) under `dataDir`, in this
- * process, behind the pool interface the SQL adapters use: the same `pg`
- * client code runs embedded and against a server, through PGlite's own
- * node-postgres connection (no socket, no second protocol hop).
+ * process on a thread of its own, behind the pool interface the SQL adapters
+ * use: the same `pg` client code runs embedded and against a server,
+ * speaking the wire protocol to the thread instead of a socket (see
+ * embedded-thread.ts). PostgreSQL's work runs there, beside the event loop
+ * rather than on it.
  *
  * PGlite is one session, so this is one client and one statement at a
  * time: a statement or a transaction (`connect()` … `release()`) waits for
@@ -17,7 +17,8 @@ import type { SqlClient, SqlPool } from "./sql-pool.js";
  * back before the next one runs. A refused statement leaves the client as it was (a
  * pool of pg's would throw the connection away, and the next client on the
  * same session would find the last one's prepared statements and pending
- * messages in its way); there is no connection to lose.
+ * messages in its way). Only the thread failing ends the session, as a lost
+ * connection would end a server's; `onError` hears of it.
  *
  * PGlite runs no autovacuum: a table whose rows come and go (the delivery
  * jobs: each inserted, locked and deleted) would grow by every row it ever
@@ -32,7 +33,7 @@ export class EmbeddedPool implements SqlPool {
   #vacuum: NodeJS.Timeout | undefined;
 
   private constructor(
-    private readonly db: PGlite,
+    private readonly thread: EmbeddedThread,
     private readonly client: pg.Client,
   ) {}
 
@@ -46,17 +47,18 @@ export class EmbeddedPool implements SqlPool {
     onError: (error: Error) => void,
     options: { vacuumEveryMs?: number } = {},
   ): Promise<EmbeddedPool> {
-    const db = await openEmbeddedDatabase(join(dataDir, "pglite"));
-    const client = new pg.Client(createPgConfig(db));
+    const thread = await EmbeddedThread.start(join(dataDir, "pglite"));
+    const client = new pg.Client({ stream: () => thread.socket, user: "postgres", database: "postgres" });
     client.on("error", onError);
     try {
       await client.connect();
       for (const setting of settings) await client.query(`SET ${setting}`);
     } catch (error) {
-      await db.close();
+      await client.end().catch(() => {});
+      await thread.close();
       throw error;
     }
-    const pool = new EmbeddedPool(db, client);
+    const pool = new EmbeddedPool(thread, client);
     if (options.vacuumEveryMs !== undefined) pool.#vacuumEvery(options.vacuumEveryMs, onError);
     return pool;
   }
@@ -113,7 +115,7 @@ export class EmbeddedPool implements SqlPool {
     await this.#inTurn(async () => {
       this.#closed = true;
       await this.client.end();
-      await this.db.close();
+      await this.thread.close();
     });
   }
 
