@@ -277,6 +277,20 @@ async function processCpuMs(pid: number | undefined): Promise<number> {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
+/**
+ * The service's main thread since `since` (from `mainThreadSince`): the share of the wall clock it
+ * ran on a CPU and the share it was ready to run but waited for one (Linux's schedstat; empty where
+ * there is none). A thread that waits a large share is queueing for the machine's cores, not busy.
+ */
+async function mainThreadSince(pid: number | undefined, since?: { at: number; run: number; wait: number }) {
+  const [run = Number.NaN, wait = Number.NaN] = (await readFile(`/proc/${pid}/schedstat`, "utf8").catch(() => "")).split(" ").map(Number);
+  const now = { at: performance.now(), run: run / 1e6, wait: wait / 1e6 };
+  if (!since || Number.isNaN(run)) return { now, text: "" };
+  const wall = now.at - since.at;
+  const share = (ms: number) => Math.round((100 * ms) / wall);
+  return { now, text: `; main thread on a CPU ${share(now.run - since.run)} %, waiting for one ${share(now.wait - since.wait)} %` };
+}
+
 async function directorySize(path: string): Promise<number> {
   let total = 0;
   for (const entry of await readdir(path, { withFileTypes: true, recursive: true })) {
@@ -434,14 +448,16 @@ async function runStore(
       for (let repeat = 0; repeat < SIZE.repeats; repeat++) {
         receiver.send({ type: "reset" });
         const cpuBefore = await processCpuMs(service.pid);
+        const mainBefore = (await mainThreadSince(service.pid)).now;
         const sent = await publish(event, rate * SIZE.latencySeconds, rate, Math.max(16, rate / 10));
         const { records } = await collect(sent.notifications, 60_000, tag);
         const got = summarise(records.map((r) => r.latencyMs));
-        // BENCH_LATENCY_DETAIL=1 prints each phase's distribution, the service's CPU per event and when the slowest arrived (for diagnosis).
+        // BENCH_LATENCY_DETAIL=1 prints each phase's distribution, the service's CPU per event, how its main thread spent the phase and when the slowest arrived (for diagnosis).
         if (process.env.BENCH_LATENCY_DETAIL) {
           const cpu = (((await processCpuMs(service.pid)) - cpuBefore) * 1000) / got.count;
+          const main = (await mainThreadSince(service.pid, mainBefore)).text;
           console.error(
-            `  ${tag} phase ${repeat + 1}: p50 ${got.p50} p95 ${got.p95} p99 ${got.p99} max ${got.max} ms (${got.count}); service CPU ${Math.round(cpu)} µs per event; ${slowest(records)}`,
+            `  ${tag} phase ${repeat + 1}: p50 ${got.p50} p95 ${got.p95} p99 ${got.p99} max ${got.max} ms (${got.count}); service CPU ${Math.round(cpu)} µs per event${main}; ${slowest(records)}`,
           );
         }
         p99s.push(got.p99);
