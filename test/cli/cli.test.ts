@@ -1,4 +1,4 @@
-import { writeFile } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
@@ -146,6 +146,7 @@ test("admin commands: clients, api-keys, event-types, publish from stdin and fro
 
   const sample = join(tmpdir(), `wh-cli-sample-${process.pid}.json`);
   await writeFile(sample, JSON.stringify({ TicketId: "t-1" }));
+  t.teardown(() => rm(sample, { force: true }));
   const registered = await json(
     ["event-types", "register", "Ticket.Opened", "--description", "A ticket was opened.", "--sample", sample],
     asAdmin(),
