@@ -1,3 +1,4 @@
+import { Agent, request } from "node:http";
 import test from "ava";
 import { Receiver } from "../helpers/receiver.js";
 import { API_KEY, rest, sharedService } from "../helpers/service.js";
@@ -205,10 +206,39 @@ test("a wrong content type: 415", async (t) => {
   );
 });
 
+/**
+ * POSTs `body` as `rest` does, but on a connection no other test's request shares: the service may
+ * cut a connection whose refused body it stops reading, and fetch's shared pool could meanwhile
+ * have handed that connection to a request of another test.
+ */
+async function postOnItsOwnConnection(t: import("ava").ExecutionContext, path: string, body: string): ReturnType<typeof rest> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  t.teardown(() => agent.destroy());
+  const headers = { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" };
+  return new Promise((resolve, reject) => {
+    const sent = request(`${running.baseUrl}${path}`, { method: "POST", agent, headers }, (response) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => {
+        text += chunk;
+      });
+      response.on("end", () => {
+        let json: Record<string, unknown> = {};
+        try {
+          json = JSON.parse(text) as Record<string, unknown>;
+        } catch {}
+        resolve({ status: response.statusCode ?? 0, json, text });
+      });
+    });
+    sent.on("error", reject);
+    sent.end(body);
+  });
+}
+
 test("a multi-megabyte body: 413, on REST and on the Connect path", async (t) => {
   const huge = JSON.stringify({ event: "Order.Created", url: receiver.url, description: "x".repeat(3 * 1024 * 1024) });
-  await expectError(t, await rest(running.baseUrl, "POST", SUBSCRIBE, huge), 413, "resource_exhausted", /larger than the limit/);
-  const connect = await rest(running.baseUrl, "POST", "/webhooks.v1.SubscriptionService/CreateSubscription", huge);
+  await expectError(t, await postOnItsOwnConnection(t, SUBSCRIBE, huge), 413, "resource_exhausted", /larger than the limit/);
+  const connect = await postOnItsOwnConnection(t, "/webhooks.v1.SubscriptionService/CreateSubscription", huge);
   await expectError(t, connect, 413, "resource_exhausted");
 });
 
