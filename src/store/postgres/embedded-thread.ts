@@ -17,9 +17,9 @@ export class EmbeddedThread {
   readonly socket: WorkerSocket;
   readonly #worker: Worker;
   /** Settles as the thread opens its database, or fails to. */
-  readonly #ready: Promise<void>;
+  readonly #ready = outcome();
   /** Settles as the thread closes its database, or fails to, or stops. */
-  readonly #closed: Promise<void>;
+  readonly #closed = outcome();
   #closing = false;
 
   private constructor(directory: string) {
@@ -28,28 +28,17 @@ export class EmbeddedThread {
     this.#worker = worker;
     this.socket = new WorkerSocket(worker);
     let opened = false;
-    let ready = (_error?: Error) => {};
-    let closed = (_error?: Error) => {};
-    this.#ready = new Promise((resolve, reject) => {
-      ready = (error) => (error ? reject(error) : resolve());
-    });
-    this.#closed = new Promise((resolve, reject) => {
-      closed = (error) => (error ? reject(error) : resolve());
-    });
-    // Nobody may wait on these: their outcome also reaches the socket or `start`.
-    this.#ready.catch(() => {});
-    this.#closed.catch(() => {});
     const gaveUp = (error: Error) => {
-      if (!opened) ready(error);
-      else if (this.#closing) closed(error);
+      if (!opened) this.#ready.settle(error);
+      else if (this.#closing) this.#closed.settle(error);
       else this.socket.destroy(error);
     };
     worker.on("message", (message: FromEmbeddedThread) => {
       if (message.kind === "bytes") this.socket.push(Buffer.from(message.bytes.buffer, message.bytes.byteOffset, message.bytes.byteLength));
       else if (message.kind === "ready") {
         opened = true;
-        ready();
-      } else if (message.kind === "closed") closed();
+        this.#ready.settle();
+      } else if (message.kind === "closed") this.#closed.settle();
       else gaveUp(new Error(message.message));
     });
     worker.on("error", gaveUp);
@@ -57,7 +46,7 @@ export class EmbeddedThread {
       // After "closed" (or a failure already told) this changes nothing: a promise settles once.
       gaveUp(new Error(`the embedded database's thread stopped (exit code ${code})`));
       // A thread that stopped unasked was reported as a lost connection: there is nothing left to close.
-      closed();
+      this.#closed.settle();
     });
   }
 
@@ -65,7 +54,7 @@ export class EmbeddedThread {
   static async start(directory: string): Promise<EmbeddedThread> {
     const thread = new EmbeddedThread(directory);
     try {
-      await thread.#ready;
+      await thread.#ready.promise;
     } catch (error) {
       await thread.#worker.terminate();
       throw error;
@@ -84,11 +73,25 @@ export class EmbeddedThread {
       this.#worker.postMessage(close);
     }
     try {
-      await this.#closed;
+      await this.#closed.promise;
     } finally {
       await this.#worker.terminate();
     }
   }
+}
+
+/**
+ * A promise and what settles it: fulfilled, or rejected with an error; only
+ * the first call counts. Nobody need wait on it: its outcome also reaches
+ * the socket or `start`, so a rejection nobody awaits is not unhandled.
+ */
+function outcome(): { promise: Promise<void>; settle(error?: Error): void } {
+  let settle: (error?: Error) => void = () => {};
+  const promise = new Promise<void>((resolve, reject) => {
+    settle = (error) => (error ? reject(error) : resolve());
+  });
+  promise.catch(() => {});
+  return { promise, settle };
 }
 
 /** The socket-shaped side of the thread that `pg`'s connection uses (see EmbeddedThread). */

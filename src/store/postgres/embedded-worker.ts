@@ -13,11 +13,11 @@ import { FrontendMessages, isTerminate } from "./frontend-messages.js";
  * after PGlite has synced it to disk. Once something fails the session is
  * over, as a server drops a connection: nothing more runs but the close.
  */
+if (!parentPort) throw new Error("embedded-worker.ts runs as a worker thread");
 const port = parentPort;
-if (!port) throw new Error("embedded-worker.ts runs as a worker thread");
 
 function post(message: FromEmbeddedThread): void {
-  port?.postMessage(message, message.kind === "bytes" ? [message.bytes.buffer as ArrayBuffer] : []);
+  port.postMessage(message, message.kind === "bytes" ? [message.bytes.buffer as ArrayBuffer] : []);
 }
 
 function serve(db: PGlite): void {
@@ -53,7 +53,7 @@ function serve(db: PGlite): void {
     if (answered.length > 0) post({ kind: "bytes", bytes: answered.length === 1 ? (answered[0] as Uint8Array) : joined(answered) });
   };
 
-  port?.on("message", (message: ToEmbeddedThread) => {
+  port.on("message", (message: ToEmbeddedThread) => {
     if (message.kind === "bytes") {
       turn = turn.then(() => answer(message.bytes));
       return;
@@ -65,7 +65,7 @@ function serve(db: PGlite): void {
       } catch (error) {
         post({ kind: "failed", message: `closing the embedded database failed: ${(error as Error).message}` });
       }
-      port?.close();
+      port.close();
     });
   });
   post({ kind: "ready" });
