@@ -1,7 +1,7 @@
 import { Agent, request } from "node:http";
 import test from "ava";
 import { Receiver } from "../helpers/receiver.js";
-import { API_KEY, rest, sharedService } from "../helpers/service.js";
+import { API_KEY, rest, restAnswer, sharedService } from "../helpers/service.js";
 
 // Production target rules: no private addresses, no plain http.
 const running = sharedService(test, { MAX_BODY_BYTES: "65536", ALLOW_PRIVATE_TARGETS: "false", ALLOW_HTTP_TARGETS: "false" });
@@ -222,13 +222,7 @@ async function postOnItsOwnConnection(t: import("ava").ExecutionContext, path: s
       response.on("data", (chunk: string) => {
         text += chunk;
       });
-      response.on("end", () => {
-        let json: Record<string, unknown> = {};
-        try {
-          json = JSON.parse(text) as Record<string, unknown>;
-        } catch {}
-        resolve({ status: response.statusCode ?? 0, json, text });
-      });
+      response.on("end", () => resolve(restAnswer(response.statusCode ?? 0, text)));
     });
     sent.on("error", reject);
     sent.end(body);

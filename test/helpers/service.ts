@@ -73,10 +73,14 @@ export async function rest(
     headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
     ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),
   });
-  const text = await response.text();
+  return restAnswer(response.status, await response.text());
+}
+
+/** An answer as `rest` gives it: its status, its body as text, and as JSON where it is JSON (else `{}`). */
+export function restAnswer(status: number, text: string): { status: number; json: Record<string, unknown>; text: string } {
   let json: Record<string, unknown> = {};
   try {
     json = JSON.parse(text) as Record<string, unknown>;
   } catch {}
-  return { status: response.status, json, text };
+  return { status, json, text };
 }
