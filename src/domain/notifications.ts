@@ -1,5 +1,5 @@
 import type { DeliveryObserver } from "./delivery-events.js";
-import { NotFoundError, ValidationError } from "./errors.js";
+import { FanOutChangedError, NotFoundError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
 import { isWellFormedId, newId } from "./ids.js";
 import type { DeliveryAttempt, JsonObject, Notification, NotificationStatus, Subscription } from "./model.js";
@@ -30,6 +30,8 @@ export interface PublishInput {
 
 const MAX_IDEMPOTENCY_KEY = 200;
 const MAX_RECOVER = 10_000;
+/** Reads of an event's subscriptions one publish makes while the accept finds they changed since (FanOutChangedError). */
+const MAX_FAN_OUT_READS = 3;
 
 /**
  * Accepting, listing and redelivering notifications. Accepting stores and
@@ -48,17 +50,34 @@ export class Notifications {
     const key = input.idempotencyKey ?? "";
     if (key.length > MAX_IDEMPOTENCY_KEY)
       throw new ValidationError(`idempotencyKey is longer than ${MAX_IDEMPOTENCY_KEY} characters`, "idempotencyKey");
-    const subscriptions = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
-    const notifications = this.#fanOut(subscriptions, type.name, body, at);
+    for (let read = 1; ; read++) {
+      // The first read may be one kept from an earlier publish; after a refusal, the database's own.
+      const subscriptions = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name, { fresh: read > 1 });
+      const notifications = this.#fanOut(subscriptions, type.name, body, at);
+      try {
+        return await this.#acceptPublished(input.clientId, key, type.name, notifications, subscriptions);
+      } catch (error) {
+        if (!(error instanceof FanOutChangedError) || read >= MAX_FAN_OUT_READS) throw error;
+      }
+    }
+  }
+
+  async #acceptPublished(
+    clientId: string,
+    key: string,
+    event: string,
+    notifications: readonly Notification[],
+    subscriptions: readonly Subscription[],
+  ): Promise<{ jobIds: string[]; duplicate: boolean }> {
     if (key === "") {
       await this.#accept(notifications, subscriptions);
-      this.#published(type.name, notifications.length);
+      this.#published(event, notifications.length);
       return { jobIds: notifications.map((n) => n.id), duplicate: false };
     }
-    const { ids, duplicate } = await this.deps.queue.acceptOnce(input.clientId, key, notifications, subscriptions);
+    const { ids, duplicate } = await this.deps.queue.acceptOnce(clientId, key, notifications, subscriptions);
     if (!duplicate) {
       this.#accepted(notifications);
-      this.#published(type.name, notifications.length);
+      this.#published(event, notifications.length);
     }
     return { jobIds: ids, duplicate };
   }

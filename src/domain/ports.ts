@@ -47,8 +47,13 @@ export interface SubscriptionStore {
   findByUrl(clientId: string, url: string): Promise<Subscription[]>;
   /** The client's subscriptions, oldest first, after `after`. */
   listByClient(clientId: string, limit: number, after?: Cursor): Promise<Subscription[]>;
-  /** The client's enabled subscriptions to this event (publishing fans out to these); callers may share one answer, so none changes it. */
-  listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]>;
+  /**
+   * The client's enabled subscriptions to this event (publishing fans out to
+   * these); callers may share one answer, so none changes it. The answer may
+   * be one kept from an earlier read (see DeliveryQueue.accept); `fresh`
+   * reads the database now.
+   */
+  listEnabledForEvent(clientId: string, event: string, options?: { fresh?: boolean }): Promise<Subscription[]>;
   /**
    * Writes the owner-controlled fields (not the failure streak, nor the
    * signature scheme, fixed at creation), only if the
@@ -101,7 +106,11 @@ export interface NotificationStore {
  * The delivery engine, as the domain sees it. Accepting stores the
  * notifications and queues their first attempts in one durable write: once
  * it resolves, each will be attempted until delivered or failed for good.
- * `subscriptions` are the ones the notifications were made for.
+ * `subscriptions` are the ones the notifications were made for. Where
+ * fan-outs are kept between publishes on a database other instances write
+ * to, an accept checks that `subscriptions` are still the enabled ones of
+ * their client and event, as read, and otherwise stores nothing and rejects
+ * with FanOutChangedError: read them fresh and fan out again.
  */
 export interface DeliveryQueue {
   accept(notifications: readonly Notification[], subscriptions: readonly Subscription[]): Promise<void>;

@@ -6,16 +6,20 @@ const DEFAULT_LIMIT = 1_000;
 
 /**
  * A SubscriptionStore that keeps the answers of `listEnabledForEvent` (what
- * every publish reads), for a database no other process writes: the
- * embedded store, whose data directory one process holds at a time. Every
- * write made through it drops the answers of the subscription's client, so
- * an answer is always the database's current one, and a publish spends no
- * statement finding its subscribers.
+ * every publish reads), so that a publish spends no statement finding its
+ * subscribers. Every write made through it drops the answers of the
+ * subscription's client. A `fresh` read replaces the answer kept.
  *
  * A read during which any write finished is handed to its caller but not
- * kept: it may have been read before that write. Several instances sharing
- * a database must not use it (another instance's writes would drop
- * nothing here).
+ * kept: it may have been read before that write.
+ *
+ * On the embedded store, whose data directory one process holds at a time,
+ * every write goes through it, so an answer is always the database's
+ * current one. On a database other instances write to, their writes drop
+ * nothing here: there the job store checks each fan-out as it inserts it
+ * (fan-out-versions.ts) and refuses one that changed, and the publish reads
+ * it fresh (FanOutChangedError); answers with no subscription, which no
+ * insert checks, are not kept there (`keepEmpty: false`).
  */
 export class FanOutCache implements SubscriptionStore {
   /** `client \0 event` → the enabled subscriptions, as the store answered; least recently used first. */
@@ -25,13 +29,21 @@ export class FanOutCache implements SubscriptionStore {
 
   constructor(
     private readonly store: SubscriptionStore,
-    private readonly limit = DEFAULT_LIMIT,
+    private readonly options: {
+      /** (client, event) pairs kept at most. */
+      limit?: number;
+      /**
+       * Keep answers with no subscription. Not where other instances write:
+       * a publish to nobody inserts nothing, so nothing would check it.
+       */
+      keepEmpty?: boolean;
+    } = {},
   ) {}
 
-  async listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]> {
+  async listEnabledForEvent(clientId: string, event: string, options?: { fresh?: boolean }): Promise<Subscription[]> {
     const key = `${clientId}\u0000${event}`;
     const kept = this.#fanOuts.get(key);
-    if (kept) {
+    if (kept && !options?.fresh) {
       this.#fanOuts.delete(key);
       this.#fanOuts.set(key, kept);
       return kept.subscriptions as Subscription[];
@@ -39,7 +51,8 @@ export class FanOutCache implements SubscriptionStore {
     const writesBefore = this.#writes;
     // Frozen: every publish of the event gets these very objects.
     const subscriptions = Object.freeze((await this.store.listEnabledForEvent(clientId, event)).map((s) => Object.freeze(s)));
-    if (this.#writes === writesBefore) this.#keep(key, clientId, subscriptions);
+    if (this.#writes === writesBefore && (subscriptions.length > 0 || this.options.keepEmpty !== false))
+      this.#keep(key, clientId, subscriptions);
     return subscriptions as Subscription[];
   }
 
@@ -124,7 +137,7 @@ export class FanOutCache implements SubscriptionStore {
   #keep(key: string, clientId: string, subscriptions: readonly Subscription[]): void {
     // Two reads of one event that missed together: the later answer replaces the earlier, evicting nothing.
     this.#fanOuts.delete(key);
-    if (this.#fanOuts.size >= this.limit) {
+    if (this.#fanOuts.size >= (this.options.limit ?? DEFAULT_LIMIT)) {
       const oldest = this.#fanOuts.keys().next().value;
       if (oldest !== undefined) this.#fanOuts.delete(oldest);
     }

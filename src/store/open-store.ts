@@ -28,6 +28,12 @@ export type Database =
       bookkeeping: SqlPool;
       /** A pool of real connections for LISTEN/NOTIFY between instances (wake-ups, the live feed); absent when embedded (one process only). */
       notifications?: pg.Pool;
+      /**
+       * Publishes fan out from answers kept between them (FanOutCache)
+       * while other instances may write the subscriptions: the job store
+       * checks each fan-out as it inserts it (fan-out-versions.ts).
+       */
+      checkFanOuts: boolean;
     }
   | { kind: "mongodb"; db: Db; changeStreams: boolean };
 
@@ -80,7 +86,7 @@ async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
   return {
     store,
     deliveryStore: store,
-    database: { kind: "postgres", api: pool, bookkeeping: pool },
+    database: { kind: "postgres", api: pool, bookkeeping: pool, checkFanOuts: false },
     description: `embedded PGlite in ${dataDir}`,
     close: () => pool.end(),
   };
@@ -185,10 +191,12 @@ async function openPostgres(url: string, poolSize: number, log: Logger): Promise
       ),
     onRecovered: () => log.info("vacuuming the service's tables works again"),
   });
+  const tables = createPostgresStore(api);
   return {
-    store: createPostgresStore(api),
+    // Other instances' writes to subscriptions drop nothing kept here: the job store checks each fan-out.
+    store: { ...tables, subscriptions: new FanOutCache(tables.subscriptions, { keepEmpty: false }) },
     deliveryStore: createPostgresStore(bookkeeping),
-    database: { kind: "postgres", api, bookkeeping, notifications },
+    database: { kind: "postgres", api, bookkeeping, notifications, checkFanOuts: true },
     description: `PostgreSQL at ${redact(url)}`,
     close: async () => {
       await vacuum.stop();

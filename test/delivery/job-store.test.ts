@@ -4,8 +4,19 @@ import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { createJobStore } from "../../src/delivery/agenda/create-delivery-engine.js";
 import type { LockedJob, NewDelivery } from "../../src/delivery/agenda/delivery-job-store.js";
-import { COUNT_JOBS, FINISH, LOCK_DUE, REMOVE, RENEW, RETRY, SAVE, UNLOCK } from "../../src/delivery/agenda/postgres-job-store.js";
+import {
+  COUNT_JOBS,
+  FINISH,
+  LOCK_DUE,
+  PostgresJobStore,
+  REMOVE,
+  RENEW,
+  RETRY,
+  SAVE,
+  UNLOCK,
+} from "../../src/delivery/agenda/postgres-job-store.js";
 import type { LockRequest } from "../../src/delivery/job-source.js";
+import { FanOutChangedError } from "../../src/domain/errors.js";
 import { newId } from "../../src/domain/ids.js";
 import type { Notification, Subscription } from "../../src/domain/model.js";
 import { type OpenStore, openStore, STABLE_PLANS, withSettings } from "../../src/store/open-store.js";
@@ -660,4 +671,102 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
     t.is(orphan?.notification.id, toDeleted.notification.id);
     t.is(orphan?.subscription, undefined, "a deleted subscription reads as none");
   });
+}
+
+/**
+ * Checked inserts (fan-out-versions.ts): what lets an instance keep fan-outs
+ * while others write the subscriptions. Run on both SQL stores, the
+ * embedded one with the check turned on as on a shared server.
+ */
+for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
+  async function checkedJobs(t: ExecutionContext) {
+    const { opened, clientId } = await openJobs(t, target);
+    if (opened.database.kind !== "postgres") throw new Error("a SQL store");
+    const { api, bookkeeping } = opened.database;
+    const jobs = new PostgresJobStore({ api, bookkeeping }, { owner: "instance-1", lockLifetimeMs: 30_000, checkFanOuts: true });
+    await jobs.prepare();
+    // Fan-outs as a publish reads them: through the store's own read, which records each row's version.
+    const fanOut = (client = clientId, event = "Order.Created") =>
+      opened.store.subscriptions.listEnabledForEvent(client, event, { fresh: true });
+    // Another instance's write: straight to the table, past anything this one keeps.
+    const elsewhere = (sql: string, values: unknown[]) => api.query(sql, values);
+    const stored = async (batch: readonly NewDelivery[]) =>
+      (await Promise.all(batch.map((d) => opened.store.notifications.get(d.notification.id)))).filter(Boolean).length;
+    return { opened, jobs, clientId, fanOut, elsewhere, stored };
+  }
+
+  testOn(test, target)(
+    `${target.name}: a checked insert stores a fan-out only while its subscriptions are, as read, the event's enabled ones`,
+    async (t) => {
+      const { opened, jobs, clientId, fanOut, elsewhere, stored } = await checkedJobs(t);
+      const first = await subscribe(opened, clientId);
+      const read = await fanOut();
+      const accepted = deliveries(first, 2);
+      t.deepEqual(await jobs.insert(accepted, unlocked, read), []);
+      t.is(await stored(accepted), 2, "unchanged: stored");
+
+      const changes: Array<[string, () => Promise<unknown>]> = [
+        ["a field written", () => elsewhere("UPDATE wh_subscriptions SET url = 'https://moved.example/hook' WHERE id = $1", [first.id])],
+        ["its failure streak begun", () => elsewhere("UPDATE wh_subscriptions SET failing_since = now() WHERE id = $1", [first.id])],
+        ["a subscription added", () => subscribeElsewhere(opened, clientId)],
+        ["one disabled", () => elsewhere("UPDATE wh_subscriptions SET enabled = false WHERE id = $1", [first.id])],
+      ];
+      for (const [change, make] of changes) {
+        const before = await fanOut();
+        await make();
+        const refused = deliveries(first, 2);
+        await t.throwsAsync(jobs.insert(refused, unlocked, before), { instanceOf: FanOutChangedError }, change);
+        t.is(await stored(refused), 0, `${change}: nothing stored`);
+        t.is(await jobs.get(refused[0]?.notification.id ?? ""), undefined, `${change}: no job`);
+      }
+      // Read again, it goes in; without a fan-out to check (a redelivery), it always does.
+      const again = await fanOut();
+      const now = deliveries(again[0] ?? first, 1);
+      await jobs.insert(now, unlocked, again);
+      t.is(await stored(now), 1);
+      const unchecked = deliveries(first, 1);
+      await jobs.insert(unchecked, unlocked);
+      t.is(await stored(unchecked), 1);
+    },
+  );
+
+  testOn(test, target)(
+    `${target.name}: in one shared statement only the call whose fan-out changed is refused; a refused idempotent insert leaves its key free`,
+    async (t) => {
+      const { opened, jobs, clientId, fanOut, elsewhere, stored } = await checkedJobs(t);
+      const mine = await subscribe(opened, clientId);
+      const other = (await opened.store.clients.ensureWithKey("other", newId("cli"))).id;
+      const theirs = await subscribe(opened, other);
+      const [stale, current] = [await fanOut(), await fanOut(other)];
+      await elsewhere("UPDATE wh_subscriptions SET description = 'changed' WHERE id = $1", [mine.id]);
+      const [a, b] = [deliveries(mine, 2), deliveries(theirs, 3)];
+      // Issued together, they share one statement (coalescer.ts).
+      const [refused, accepted] = await Promise.allSettled([jobs.insert(a, unlocked, stale), jobs.insert(b, unlocked, current)]);
+      t.true(refused.status === "rejected" && refused.reason instanceof FanOutChangedError);
+      t.is(accepted.status, "fulfilled");
+      t.is(await stored(a), 0);
+      t.is(await stored(b), 3);
+
+      const once = deliveries(mine, 1);
+      await t.throwsAsync(jobs.insertOnce(clientId, "key-1", once, stale), { instanceOf: FanOutChangedError });
+      t.is(await stored(once), 0);
+      const retried = deliveries(mine, 1);
+      t.deepEqual(await jobs.insertOnce(clientId, "key-1", retried, await fanOut()), {
+        ids: retried.map((d) => d.notification.id),
+        duplicate: false,
+      });
+      t.is(await stored(retried), 1);
+    },
+  );
+}
+
+/** A subscription of `clientId` to Order.Created inserted straight into the table, as another instance would. */
+async function subscribeElsewhere(opened: OpenStore, clientId: string): Promise<void> {
+  if (opened.database.kind !== "postgres") return;
+  const s = subscriptionRecord(clientId, { url: "https://added.example/hook" });
+  await opened.database.api.query(
+    `INSERT INTO wh_subscriptions (id, client_id, event, url, description, enabled, signature_scheme, public_key_pem, private_key_pem, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, '', true, 'RSA_SHA256', 'pem', 'sealed', now(), now())`,
+    [s.id, s.clientId, s.event, s.url],
+  );
 }

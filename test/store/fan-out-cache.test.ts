@@ -27,10 +27,10 @@ test.after.always(async () => {
 });
 
 /** A client, the tables (written behind the cache's back) and a cache over them. */
-async function setUp(limit?: number): Promise<{ tables: Store; cache: FanOutCache; clientId: string }> {
+async function setUp(options?: { limit?: number; keepEmpty?: boolean }): Promise<{ tables: Store; cache: FanOutCache; clientId: string }> {
   const tables = await ready;
   const client = await tables.clients.ensureWithKey("fan-out", newId("cli"));
-  return { tables, cache: new FanOutCache(tables.subscriptions, limit), clientId: client.id };
+  return { tables, cache: new FanOutCache(tables.subscriptions, options), clientId: client.id };
 }
 
 const ids = (subscriptions: readonly Subscription[]) => subscriptions.map((s) => s.id);
@@ -45,6 +45,26 @@ test("a second publish of an event finds its subscribers without the database: a
   await tables.subscriptions.insert(subscriptionRecord(clientId));
   t.is(await cache.listEnabledForEvent(clientId, "Order.Created"), answer, "the same answer, kept");
   t.true(Object.isFrozen(answer) && answer.every((s) => Object.isFrozen(s)), "shared answers can't be changed by a caller");
+});
+
+test("a fresh read sees a write made behind the cache's back, and is the answer kept from then on", async (t) => {
+  const { tables, cache, clientId } = await setUp();
+  const first = subscriptionRecord(clientId, { createdAt: new Date(1_000) });
+  await cache.insert(first);
+  await cache.listEnabledForEvent(clientId, "Order.Created");
+  const second = subscriptionRecord(clientId, { createdAt: new Date(2_000) });
+  await tables.subscriptions.insert(second);
+  const fresh = await cache.listEnabledForEvent(clientId, "Order.Created", { fresh: true });
+  t.deepEqual(ids(fresh), [first.id, second.id]);
+  t.is(await cache.listEnabledForEvent(clientId, "Order.Created"), fresh);
+});
+
+test("with keepEmpty false, an event nobody subscribes to is read at every publish, so a subscription made elsewhere is found", async (t) => {
+  const { tables, cache, clientId } = await setUp({ keepEmpty: false });
+  t.deepEqual(ids(await cache.listEnabledForEvent(clientId, "Order.Created")), []);
+  const elsewhere = subscriptionRecord(clientId);
+  await tables.subscriptions.insert(elsewhere);
+  t.deepEqual(ids(await cache.listEnabledForEvent(clientId, "Order.Created")), [elsewhere.id]);
 });
 
 test("every write through the cache is seen by the next publish", async (t) => {
@@ -116,7 +136,7 @@ test("a publish read while a write finished is answered but not kept: it may pre
 });
 
 test("the least recently used answers go once the cache holds its limit", async (t) => {
-  const { tables, cache, clientId } = await setUp(2);
+  const { tables, cache, clientId } = await setUp({ limit: 2 });
   const events = ["Order.Created", "Order.Shipped", "Order.Cancelled"];
   for (const event of events) await cache.insert(subscriptionRecord(clientId, { event }));
   const created = await cache.listEnabledForEvent(clientId, "Order.Created");
@@ -132,7 +152,7 @@ test("the least recently used answers go once the cache holds its limit", async 
 });
 
 test("two publishes of one event that miss together keep one answer and evict nothing else", async (t) => {
-  const { cache, clientId } = await setUp(2);
+  const { cache, clientId } = await setUp({ limit: 2 });
   for (const event of ["Order.Created", "Order.Shipped"]) await cache.insert(subscriptionRecord(clientId, { event }));
   const created = await cache.listEnabledForEvent(clientId, "Order.Created");
   const [first, second] = await Promise.all([

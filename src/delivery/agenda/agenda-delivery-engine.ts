@@ -180,8 +180,10 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
     if (notifications.length === 0) return;
     const byId = new Map(subscriptions.map((subscription) => [subscription.id, subscription]));
     const deliveries = this.#deliveries(notifications, byId);
-    const locked = await this.store.insert(deliveries, (batch) =>
-      this.#feed.reserve(batch.map((delivery) => ({ endpoint: delivery.endpoint, clientId: delivery.notification.clientId }))),
+    const locked = await this.store.insert(
+      deliveries,
+      (batch) => this.#feed.reserve(batch.map((delivery) => ({ endpoint: delivery.endpoint, clientId: delivery.notification.clientId }))),
+      subscriptions,
     );
     // The first attempt of a job run here uses the rows just written instead of reading them back.
     const byNotification = new Map(notifications.map((notification) => [notification.id, notification]));
@@ -201,7 +203,7 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
     subscriptions: readonly Subscription[],
   ): Promise<{ ids: string[]; duplicate: boolean }> {
     const byId = new Map(subscriptions.map((subscription) => [subscription.id, subscription]));
-    const result = await this.store.insertOnce(clientId, key, this.#deliveries(notifications, byId));
+    const result = await this.store.insertOnce(clientId, key, this.#deliveries(notifications, byId), subscriptions);
     if (!result.duplicate && notifications.length > 0) this.#announce();
     return result;
   }

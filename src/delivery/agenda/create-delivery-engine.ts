@@ -13,7 +13,10 @@ const CHANNEL = "wh_delivery_jobs";
 export function createJobStore(database: Database, options: { owner: string; lockLifetimeMs: number }): DeliveryJobStore {
   switch (database.kind) {
     case "postgres":
-      return new PostgresJobStore({ api: database.api, bookkeeping: database.bookkeeping }, options);
+      return new PostgresJobStore(
+        { api: database.api, bookkeeping: database.bookkeeping },
+        { ...options, checkFanOuts: database.checkFanOuts },
+      );
     case "mongodb":
       return new MongoJobStore(database.db, options);
   }

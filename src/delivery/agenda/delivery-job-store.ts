@@ -1,4 +1,4 @@
-import type { DeliveryAttempt, FinalStatus, Notification } from "../../domain/model.js";
+import type { DeliveryAttempt, FinalStatus, Notification, Subscription } from "../../domain/model.js";
 import type { DeliveryRead } from "../../domain/ports.js";
 import type { FeedJob, JobSource } from "../job-source.js";
 
@@ -113,14 +113,27 @@ export interface DeliveryJobStore extends JobSource<LockedJob> {
    * Stores the notifications, each with a job due now, in one durable
    * commit. `lockFor`, asked once as the write goes out with every job it
    * carries (concurrent calls share one write), answers which to insert
-   * already locked for this instance; those are returned.
+   * already locked for this instance; those are returned. `fanOut`: the
+   * subscriptions the notifications were made for (none: not checked). A store that checks
+   * fan-outs (PostgreSQL shared by instances) stores nothing and rejects
+   * with FanOutChangedError when they are no longer, as read, the enabled
+   * subscriptions of their client and event (see DeliveryQueue).
    */
-  insert(deliveries: readonly NewDelivery[], lockFor: (deliveries: readonly NewDelivery[]) => boolean[]): Promise<LockedJob[]>;
+  insert(
+    deliveries: readonly NewDelivery[],
+    lockFor: (deliveries: readonly NewDelivery[]) => boolean[],
+    fanOut?: readonly Subscription[],
+  ): Promise<LockedJob[]>;
   /**
    * As `insert` (nothing locked), once per client and idempotency key: a
    * repeated key stores nothing and answers the ids the first call stored.
    */
-  insertOnce(clientId: string, key: string, deliveries: readonly NewDelivery[]): Promise<{ ids: string[]; duplicate: boolean }>;
+  insertOnce(
+    clientId: string,
+    key: string,
+    deliveries: readonly NewDelivery[],
+    fanOut?: readonly Subscription[],
+  ): Promise<{ ids: string[]; duplicate: boolean }>;
   /**
    * Moves each lock forward, changing nothing else (a run's schedule stays
    * as stored until it ends); answers, per job, whether it still had its

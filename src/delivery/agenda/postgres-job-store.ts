@@ -1,4 +1,7 @@
 import { Coalescer } from "../../coalescer.js";
+import { FanOutChangedError } from "../../domain/errors.js";
+import type { Subscription } from "../../domain/model.js";
+import { currentFanOutPrint, fanOutPrint } from "../../store/postgres/fan-out-versions.js";
 import {
   type ForDeliveryRow,
   forDeliveryColumns,
@@ -142,14 +145,66 @@ export const LOCK_DUE = `
   FROM (SELECT 1) AS one LEFT JOIN locked ON true
     LEFT JOIN read_notifications n ON n.id = locked.id LEFT JOIN read_subscriptions s ON s.id = n.subscription_id`;
 
-/** Notifications and their jobs in one statement: the notification columns ($1…$10), then the jobs' (see `insertValues`). */
-const INSERT = `
-  WITH inserted AS (${INSERT_NOTIFICATIONS} RETURNING id, client_id),
-  input AS (SELECT * FROM unnest($11::text[], $12::text[], $13::bool[], $16::text[]) AS t (id, endpoint, locked, trace_context))
+/** The jobs of the notifications `inserted` (a CTE): their ids, endpoints, whether locked and trace contexts are $11, $12, $13, $16; the time $14, the owner $15. */
+const INSERT_JOBS = `
   INSERT INTO wh_delivery_jobs (id, endpoint, client_id, next_run_at, locked_at, locked_by, trace_context)
   SELECT i.id, input.endpoint, i.client_id, $14::timestamptz, CASE WHEN input.locked THEN $14::timestamptz END, CASE WHEN input.locked THEN $15 END,
          input.trace_context
-  FROM inserted i JOIN input ON input.id = i.id`;
+  FROM inserted i JOIN unnest($11::text[], $12::text[], $13::bool[], $16::text[]) AS input (id, endpoint, locked, trace_context) ON input.id = i.id`;
+
+/** Notifications and their jobs in one statement: the notification columns ($1…$10), then the jobs' (see `insertValues`). */
+const INSERT = `
+  WITH inserted AS (${INSERT_NOTIFICATIONS} RETURNING id, client_id)
+  ${INSERT_JOBS}`;
+
+/**
+ * INSERT, each fan-out checked (fan-out-versions.ts): $17…$20 hold, for
+ * each checked call, its client, event, print, and the ids of its
+ * notifications joined by commas. A call whose print is no longer the
+ * table's stores nothing; the statement answers the position (from 1) of
+ * each such call. The check reads in the statement's snapshot, the one its
+ * inserts are made in: a change committed before it is seen, one committed
+ * after it comes after the publish.
+ */
+const INSERT_CHECKED = `
+  WITH changed AS (
+    SELECT c.n, c.ids FROM unnest($17::text[], $18::text[], $19::text[], $20::text[]) WITH ORDINALITY AS c (client_id, event, print, ids, n)
+    WHERE c.print IS DISTINCT FROM ${currentFanOutPrint("c.client_id", "c.event")}
+  ), inserted AS (${INSERT_NOTIFICATIONS}
+    WHERE t.id <> ALL (ARRAY(SELECT unnest(string_to_array(changed.ids, ',')) FROM changed))
+    RETURNING id, client_id
+  ), jobs AS (${INSERT_JOBS})
+  SELECT n::int FROM changed`;
+
+/** A fan-out to check as it is inserted: its client, event and print (fan-out-versions.ts). */
+interface FanOutCheck {
+  clientId: string;
+  event: string;
+  print: string;
+}
+
+/** The check of `fanOut`, when the notifications of `deliveries` were all made from it and its versions are known. */
+function checkOf(deliveries: readonly NewDelivery[], fanOut: readonly Subscription[] | undefined): FanOutCheck | undefined {
+  const first = fanOut?.[0];
+  const print = fanOut && fanOutPrint(fanOut);
+  if (!first || print === undefined) return undefined;
+  const ids = new Set(fanOut.map((subscription) => subscription.id));
+  const fromIt = (delivery: NewDelivery) =>
+    ids.has(delivery.notification.subscriptionId) &&
+    delivery.notification.clientId === first.clientId &&
+    delivery.notification.event === first.event;
+  return deliveries.every(fromIt) ? { clientId: first.clientId, event: first.event, print } : undefined;
+}
+
+/** INSERT_CHECKED's parameters after INSERT's: each checked call's client, event, print and joined notification ids. */
+function checkValues(checked: ReadonlyArray<{ check: FanOutCheck; deliveries: readonly NewDelivery[] }>): unknown[] {
+  return [
+    checked.map(({ check }) => check.clientId),
+    checked.map(({ check }) => check.event),
+    checked.map(({ check }) => check.print),
+    checked.map(({ deliveries }) => deliveries.map((delivery) => delivery.notification.id).join(",")),
+  ];
+}
 
 /**
  * The job INSERT writes for `delivery` when it goes in locked by `owner` at
@@ -303,7 +358,7 @@ function touched(jobs: ReadonlyArray<{ id: string; heldLock: Date }>, rows: Read
 }
 
 type Held = { id: string; heldLock: Date };
-type Insert = { deliveries: readonly NewDelivery[]; lockFor: (deliveries: readonly NewDelivery[]) => boolean[] };
+type Insert = { deliveries: readonly NewDelivery[]; lockFor: (deliveries: readonly NewDelivery[]) => boolean[]; check?: FanOutCheck };
 
 /**
  * Delivery jobs in PostgreSQL (or embedded PGlite), in `wh_delivery_jobs`
@@ -313,7 +368,8 @@ type Insert = { deliveries: readonly NewDelivery[]; lockFor: (deliveries: readon
  * Statements of calls arriving together are shared (coalescer.ts).
  */
 export class PostgresJobStore implements DeliveryJobStore {
-  readonly #inserts: Coalescer<Insert, LockedJob[]>;
+  /** Each call's jobs inserted locked; FanOutChangedError for a checked call whose fan-out changed (nothing of it stored). */
+  readonly #inserts: Coalescer<Insert, LockedJob[] | FanOutChangedError>;
   readonly #saves: Coalescer<JobState, boolean>;
   readonly #renewals: Coalescer<LockRenewal, boolean>;
   readonly #removes: Coalescer<Held, boolean>;
@@ -327,6 +383,12 @@ export class PostgresJobStore implements DeliveryJobStore {
       owner: string;
       /** A lock older than this is presumed dead, and its job taken by whoever asks. */
       lockLifetimeMs: number;
+      /**
+       * Check each fan-out as it is inserted (INSERT_CHECKED): the fan-outs
+       * publishes read may be kept (FanOutCache) while other instances
+       * write the subscriptions.
+       */
+      checkFanOuts?: boolean;
     },
   ) {
     this.#inserts = new Coalescer((calls) => this.#insert(calls), { splitOn: isDataError });
@@ -447,22 +509,50 @@ export class PostgresJobStore implements DeliveryJobStore {
     });
   }
 
-  insert(deliveries: readonly NewDelivery[], lockFor: (deliveries: readonly NewDelivery[]) => boolean[]): Promise<LockedJob[]> {
-    if (deliveries.length === 0) return Promise.resolve([]);
-    return this.#inserts.call({ deliveries, lockFor });
+  async insert(
+    deliveries: readonly NewDelivery[],
+    lockFor: (deliveries: readonly NewDelivery[]) => boolean[],
+    fanOut?: readonly Subscription[],
+  ): Promise<LockedJob[]> {
+    if (deliveries.length === 0) return [];
+    const check = this.options.checkFanOuts ? checkOf(deliveries, fanOut) : undefined;
+    const inserted = await this.#inserts.call({ deliveries, lockFor, ...(check ? { check } : {}) });
+    if (inserted instanceof FanOutChangedError) throw inserted;
+    return inserted;
   }
 
-  async #insert(calls: Insert[]): Promise<LockedJob[][]> {
+  async #insert(calls: Insert[]): Promise<Array<LockedJob[] | FanOutChangedError>> {
     const deliveries = calls.flatMap((call) => call.deliveries);
     const locked = (calls[0] as Insert).lockFor(deliveries);
     const at = new Date();
     const { owner } = this.options;
-    await this.pools.api.query({ name: "wh-insert-jobs", text: INSERT, values: insertValues(deliveries, locked, at, owner) });
+    const values = insertValues(deliveries, locked, at, owner);
+    const changed = new Set<Insert>();
+    if (this.options.checkFanOuts) {
+      const checked = calls.flatMap((call) => (call.check ? [{ call, check: call.check, deliveries: call.deliveries }] : []));
+      const { rows } = await this.pools.api.query<{ n: number }>({
+        name: "wh-insert-jobs-checked",
+        text: INSERT_CHECKED,
+        values: [...values, ...checkValues(checked)],
+      });
+      for (const { n } of rows) changed.add((checked[n - 1] as (typeof checked)[number]).call);
+    } else {
+      await this.pools.api.query({ name: "wh-insert-jobs", text: INSERT, values });
+    }
     let i = 0;
-    return calls.map((call) => call.deliveries.flatMap((delivery) => (locked[i++] ? [insertedLocked(delivery, at, owner)] : [])));
+    return calls.map((call) => {
+      const jobs = call.deliveries.flatMap((delivery) => (locked[i++] ? [insertedLocked(delivery, at, owner)] : []));
+      return changed.has(call) ? new FanOutChangedError() : jobs;
+    });
   }
 
-  async insertOnce(clientId: string, key: string, deliveries: readonly NewDelivery[]): Promise<{ ids: string[]; duplicate: boolean }> {
+  async insertOnce(
+    clientId: string,
+    key: string,
+    deliveries: readonly NewDelivery[],
+    fanOut?: readonly Subscription[],
+  ): Promise<{ ids: string[]; duplicate: boolean }> {
+    const check = this.options.checkFanOuts ? checkOf(deliveries, fanOut) : undefined;
     const ids = deliveries.map((delivery) => delivery.notification.id);
     return inTransaction(this.pools.api, async (client) => {
       // The primary key (client_id, key) decides; a concurrent twin waits here for the other's commit.
@@ -478,15 +568,19 @@ export class PostgresJobStore implements DeliveryJobStore {
         return { ids: rows[0]?.notification_ids ?? [], duplicate: true };
       }
       if (deliveries.length > 0) {
-        await client.query(
-          INSERT,
-          insertValues(
-            deliveries,
-            deliveries.map(() => false),
-            new Date(),
-            null,
-          ),
+        const values = insertValues(
+          deliveries,
+          deliveries.map(() => false),
+          new Date(),
+          null,
         );
+        if (check) {
+          const { rows } = await client.query(INSERT_CHECKED, [...values, ...checkValues([{ check, deliveries }])]);
+          // The key's claim is rolled back with the rest: the publish reads its subscriptions again and retries.
+          if (rows.length > 0) throw new FanOutChangedError();
+        } else {
+          await client.query(INSERT, values);
+        }
       }
       return { ids, duplicate: false };
     });
