@@ -53,6 +53,8 @@ export class FanOutCache implements SubscriptionStore {
     const subscriptions = Object.freeze((await this.store.listEnabledForEvent(clientId, event)).map((s) => Object.freeze(s)));
     if (this.#writes === writesBefore && (subscriptions.length > 0 || this.options.keepEmpty !== false))
       this.#keep(key, clientId, subscriptions);
+    // An answer not kept (empty, or read while a write finished) leaves no older one behind: a fresh read found it stale.
+    else this.#fanOuts.delete(key);
     return subscriptions as Subscription[];
   }
 

@@ -59,6 +59,18 @@ test("a fresh read sees a write made behind the cache's back, and is the answer 
   t.is(await cache.listEnabledForEvent(clientId, "Order.Created"), fresh);
 });
 
+test("a fresh answer that is not kept drops the older one: the next publish reads again", async (t) => {
+  const { tables, cache, clientId } = await setUp({ keepEmpty: false });
+  const only = subscriptionRecord(clientId);
+  await cache.insert(only);
+  t.deepEqual(ids(await cache.listEnabledForEvent(clientId, "Order.Created")), [only.id]);
+  await tables.subscriptions.disable(only.id, "disabled elsewhere", new Date());
+  t.deepEqual(ids(await cache.listEnabledForEvent(clientId, "Order.Created", { fresh: true })), [], "empty: not kept");
+  const added = subscriptionRecord(clientId);
+  await tables.subscriptions.insert(added);
+  t.deepEqual(ids(await cache.listEnabledForEvent(clientId, "Order.Created")), [added.id], "not the stale answer");
+});
+
 test("with keepEmpty false, an event nobody subscribes to is read at every publish, so a subscription made elsewhere is found", async (t) => {
   const { tables, cache, clientId } = await setUp({ keepEmpty: false });
   t.deepEqual(ids(await cache.listEnabledForEvent(clientId, "Order.Created")), []);
