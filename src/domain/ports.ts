@@ -67,7 +67,11 @@ export interface SubscriptionStore {
    * a last attempt saying "subscription was deleted".
    */
   delete(id: string): Promise<boolean>;
-  /** Starts a failure streak unless one runs; returns when the streak began. */
+  /**
+   * Starts a failure streak unless one runs (then it writes nothing); returns
+   * when the streak began, or undefined when the subscription is gone or
+   * another write began the streak at the same moment.
+   */
   markFailing(id: string, at: Date): Promise<Date | undefined>;
   /** Ends a failure streak. */
   markHealthy(id: string): Promise<void>;
@@ -110,15 +114,23 @@ export interface NotificationStore {
  * fan-outs are kept between publishes on a database other instances write
  * to, an accept checks that `subscriptions` are still the enabled ones of
  * their client and event, as read, and otherwise stores nothing and rejects
- * with FanOutChangedError: read them fresh and fan out again.
+ * with FanOutChangedError: read them fresh and fan out again. With
+ * `{ check: false }` it stores them as read, whatever changed since (the
+ * last of a publish's reads).
  */
 export interface DeliveryQueue {
-  accept(notifications: readonly Notification[], subscriptions: readonly Subscription[]): Promise<void>;
+  accept(notifications: readonly Notification[], subscriptions: readonly Subscription[], options?: AcceptOptions): Promise<void>;
   /** The same, once per client and idempotency key: a repeated key stores nothing and answers the first call's ids. */
   acceptOnce(
     clientId: string,
     key: string,
     notifications: readonly Notification[],
     subscriptions: readonly Subscription[],
+    options?: AcceptOptions,
   ): Promise<{ ids: string[]; duplicate: boolean }>;
+}
+
+export interface AcceptOptions {
+  /** Whether the accept may refuse a fan-out that changed since it was read (FanOutChangedError); true unless said. */
+  check?: boolean;
 }

@@ -727,6 +727,16 @@ for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
       const unchecked = deliveries(first, 1);
       await jobs.insert(unchecked, unlocked);
       t.is(await stored(unchecked), 1);
+
+      // A streak already on is not written again: a fan-out read since it began stays current.
+      const added = again.find((s) => s.url === "https://added.example/hook");
+      if (!added) return t.fail("the subscription added elsewhere");
+      await opened.store.subscriptions.markFailing(added.id, new Date(1_000));
+      const marked = await fanOut();
+      t.deepEqual(await opened.store.subscriptions.markFailing(added.id, new Date(2_000)), new Date(1_000));
+      const during = deliveries(added, 1);
+      await jobs.insert(during, unlocked, marked);
+      t.is(await stored(during), 1);
     },
   );
 

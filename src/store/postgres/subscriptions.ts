@@ -193,12 +193,19 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     return rows[0]?.deleted === true;
   }
 
+  /**
+   * The row is written only where no streak is on: every write of it makes
+   * the fan-outs instances keep of its event be read again (fan-out-versions.ts).
+   */
   async markFailing(id: string, at: Date): Promise<Date | undefined> {
-    const { rows } = await this.pool.query<{ failing_since: Date }>(
-      "UPDATE wh_subscriptions SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING failing_since",
+    const { rows } = await this.pool.query<{ failing_since: Date | null }>(
+      `WITH marked AS (UPDATE wh_subscriptions SET failing_since = $2 WHERE id = $1 AND failing_since IS NULL RETURNING failing_since)
+       SELECT failing_since FROM marked
+       UNION ALL SELECT failing_since FROM wh_subscriptions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM marked)`,
       [id, at],
     );
-    return rows[0]?.failing_since;
+    // NULL: another statement began the streak at this very moment (this one's snapshot predates it).
+    return rows[0]?.failing_since ?? undefined;
   }
 
   async markHealthy(id: string): Promise<void> {
