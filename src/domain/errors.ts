@@ -40,8 +40,8 @@ export class StoreUnavailableError extends DomainError {}
 /**
  * The event's subscriptions changed between the read a publish fanned out
  * from and its write: nothing was stored. Read them again and fan out anew
- * (Notifications does, a few times). A caller sees it only when they kept
- * changing through every read, and may simply publish again.
+ * (Notifications does; its last read is stored unchecked, so a publish
+ * never fails for it).
  */
 export class FanOutChangedError extends DomainError {
   constructor() {

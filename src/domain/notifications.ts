@@ -6,7 +6,7 @@ import type { DeliveryAttempt, JsonObject, Notification, NotificationStatus, Sub
 import { buildNotificationBody } from "./notification-body.js";
 import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
 import { assertPayloadMatches } from "./payload-schema.js";
-import type { DeliveryQueue, NotificationStore, SubscriptionStore } from "./ports.js";
+import type { AcceptOptions, DeliveryQueue, NotificationStore, SubscriptionStore } from "./ports.js";
 import type { Subscriptions } from "./subscriptions.js";
 
 export interface NotificationsDeps {
@@ -30,7 +30,7 @@ export interface PublishInput {
 
 const MAX_IDEMPOTENCY_KEY = 200;
 const MAX_RECOVER = 10_000;
-/** Reads of an event's subscriptions one publish makes while the accept finds they changed since (FanOutChangedError). */
+/** Reads of an event's subscriptions one publish makes while the accept finds they changed since (FanOutChangedError); the last is not checked. */
 const MAX_FAN_OUT_READS = 3;
 
 /**
@@ -54,10 +54,13 @@ export class Notifications {
       // The first read may be one kept from an earlier publish; after a refusal, the database's own.
       const subscriptions = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name, { fresh: read > 1 });
       const notifications = this.#fanOut(subscriptions, type.name, body, at);
+      // The last read is stored as read: subscriptions that keep changing (a receiver flapping between
+      // failing and not) must not stop the event being published.
+      const check = read < MAX_FAN_OUT_READS;
       try {
-        return await this.#acceptPublished(input.clientId, key, type.name, notifications, subscriptions);
+        return await this.#acceptPublished(input.clientId, key, type.name, notifications, subscriptions, { check });
       } catch (error) {
-        if (!(error instanceof FanOutChangedError) || read >= MAX_FAN_OUT_READS) throw error;
+        if (!(error instanceof FanOutChangedError) || !check) throw error;
       }
     }
   }
@@ -68,13 +71,14 @@ export class Notifications {
     event: string,
     notifications: readonly Notification[],
     subscriptions: readonly Subscription[],
+    options: AcceptOptions,
   ): Promise<{ jobIds: string[]; duplicate: boolean }> {
     if (key === "") {
-      await this.#accept(notifications, subscriptions);
+      await this.#accept(notifications, subscriptions, options);
       this.#published(event, notifications.length);
       return { jobIds: notifications.map((n) => n.id), duplicate: false };
     }
-    const { ids, duplicate } = await this.deps.queue.acceptOnce(clientId, key, notifications, subscriptions);
+    const { ids, duplicate } = await this.deps.queue.acceptOnce(clientId, key, notifications, subscriptions, options);
     if (!duplicate) {
       this.#accepted(notifications);
       this.#published(event, notifications.length);
@@ -189,8 +193,8 @@ export class Notifications {
     }));
   }
 
-  async #accept(notifications: readonly Notification[], subscriptions: readonly Subscription[]): Promise<void> {
-    await this.deps.queue.accept(notifications, subscriptions);
+  async #accept(notifications: readonly Notification[], subscriptions: readonly Subscription[], options?: AcceptOptions): Promise<void> {
+    await this.deps.queue.accept(notifications, subscriptions, options);
     this.#accepted(notifications);
   }
 

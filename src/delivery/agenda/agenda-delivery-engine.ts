@@ -2,7 +2,7 @@ import { context } from "@opentelemetry/api";
 import { Agenda, type AgendaBackend, type Job, type NotificationChannel } from "agenda";
 import type { Logger } from "pino";
 import type { Notification, Subscription } from "../../domain/model.js";
-import type { DeliveryQueue } from "../../domain/ports.js";
+import type { AcceptOptions, DeliveryQueue } from "../../domain/ports.js";
 import { type RetryPolicy, retryDelay } from "../../domain/retry-policy.js";
 import { contextOfTraceParent, currentTraceParent } from "../../observability/trace-context.js";
 import { DeliveryHealth, type HealthReport } from "../delivery-health.js";
@@ -176,14 +176,14 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
     });
   }
 
-  async accept(notifications: readonly Notification[], subscriptions: readonly Subscription[]): Promise<void> {
+  async accept(notifications: readonly Notification[], subscriptions: readonly Subscription[], options?: AcceptOptions): Promise<void> {
     if (notifications.length === 0) return;
     const byId = new Map(subscriptions.map((subscription) => [subscription.id, subscription]));
     const deliveries = this.#deliveries(notifications, byId);
     const locked = await this.store.insert(
       deliveries,
       (batch) => this.#feed.reserve(batch.map((delivery) => ({ endpoint: delivery.endpoint, clientId: delivery.notification.clientId }))),
-      subscriptions,
+      options?.check === false ? undefined : subscriptions,
     );
     // The first attempt of a job run here uses the rows just written instead of reading them back.
     const byNotification = new Map(notifications.map((notification) => [notification.id, notification]));
@@ -201,9 +201,11 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
     key: string,
     notifications: readonly Notification[],
     subscriptions: readonly Subscription[],
+    options?: AcceptOptions,
   ): Promise<{ ids: string[]; duplicate: boolean }> {
     const byId = new Map(subscriptions.map((subscription) => [subscription.id, subscription]));
-    const result = await this.store.insertOnce(clientId, key, this.#deliveries(notifications, byId), subscriptions);
+    const fanOut = options?.check === false ? undefined : subscriptions;
+    const result = await this.store.insertOnce(clientId, key, this.#deliveries(notifications, byId), fanOut);
     if (!result.duplicate && notifications.length > 0) this.#announce();
     return result;
   }
