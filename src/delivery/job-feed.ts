@@ -48,7 +48,10 @@ export interface JobFeedOptions {
  *   finish. The timer → FETCHING (or WAITING_FOR_ROOM if the lanes filled
  *   up); with nothing left waiting, a request → FETCHING at once.
  * - FETCHING: one lock statement in flight. Requests meanwhile are
- *   remembered (`fetchAgain`) so nothing committed before them is missed.
+ *   remembered (`fetchAgain`) so nothing committed before them is missed;
+ *   `take()` finding nothing is no such request (it announces no job).
+ *   New jobs may wait for its answer, which may vouch for the source, to
+ *   go in locked (`untilVouched`, which fetches from IDLE to get one).
  *   Success → IDLE, then a new request at once if one came in, or if the
  *   batch came back with jobs and more due (a backlog is read a batch at a
  *   time). Failure → BACKING_OFF.
@@ -87,6 +90,8 @@ export class JobFeed<J extends FeedJob> {
   #wantedSince = 0;
   /** Hand-backs under way, for `release()` to wait for. */
   readonly #handingBack = new Set<Promise<void>>();
+  /** Callers waiting for the fetch in flight to answer (see untilVouched), and the timer that ends their wait. */
+  #vouchWaiters: { done: Promise<void>; end: () => void } | undefined;
   readonly #alarm: DueAlarm;
 
   constructor(
@@ -157,7 +162,8 @@ export class JobFeed<J extends FeedJob> {
     }
     this.#handBack(stale);
     if (!job) {
-      if (!this.#source.vouchedDrained()) this.#requestFetch();
+      // A fetch under way brings what it finds; asking again would only keep its answer from vouching.
+      if (!this.#source.vouchedDrained() && this.#mode !== "FETCHING") this.#requestFetch();
     } else {
       this.#refillIfLow();
     }
@@ -216,6 +222,38 @@ export class JobFeed<J extends FeedJob> {
   reserve(jobs: ReadonlyArray<LaneJob>): boolean[] {
     if (this.#mode === "RELEASED" || !this.#source.vouchedDrained()) return jobs.map(() => false);
     return this.#budgets.fit(jobs, this.options.batchSize - this.#lanes.waiting);
+  }
+
+  /**
+   * When nothing vouches for the source and no backlog is being read,
+   * fetches (unless one is under way whose answer may vouch for it) and
+   * resolves once that fetch answered or `maxWaitMs` passed, whichever
+   * comes first; undefined when there is nothing to wait for (a fetch under
+   * way was asked again, so its answer vouches for nothing). New jobs that
+   * wait can then go in locked (`reserve`). Going in unlocked instead costs
+   * an announcement and a fetch of their own, and runs them no sooner; a
+   * publish arriving during each such fetch would keep the next one
+   * unlocked too.
+   */
+  untilVouched(maxWaitMs: number): Promise<void> | undefined {
+    if (this.#mode === "RELEASED" || this.#source.backlog || this.#source.vouchedDrained()) return undefined;
+    if (this.#mode === "IDLE") this.#requestFetch();
+    if (this.#mode !== "FETCHING" || this.#fetchAgain) return undefined;
+    if (!this.#vouchWaiters) {
+      let resolve = () => {};
+      const done = new Promise<void>((settle) => {
+        resolve = settle;
+      });
+      const timer = this.#clock.setTimeout(() => this.#endVouchWait(), maxWaitMs);
+      this.#vouchWaiters = {
+        done,
+        end: () => {
+          this.#clock.clearTimeout(timer);
+          resolve();
+        },
+      };
+    }
+    return this.#vouchWaiters.done;
   }
 
   /** Takes jobs inserted locked for this instance into the lanes. */
@@ -343,10 +381,13 @@ export class JobFeed<J extends FeedJob> {
     }
     // Someone asked meanwhile; or this found jobs and more are due.
     if (this.#fetchAgain || (this.#source.backlog && batch.jobs.length > 0)) this.#requestFetch();
+    // Its answer is taken in: whether it vouches for the source is known.
+    this.#endVouchWait();
   }
 
   #failed(error: unknown): void {
     this.#fetching = undefined;
+    this.#endVouchWait();
     if (this.#mode === "RELEASED") return;
     this.options.onFetched({ ok: false, error });
     this.#enterBackingOff();
@@ -374,11 +415,18 @@ export class JobFeed<J extends FeedJob> {
 
   #enterReleased(): void {
     this.#mode = "RELEASED";
+    this.#endVouchWait();
     this.#wantedSince = 0;
     this.#clearTimer();
     this.#alarm.stop();
     if (this.#sweepTimer !== undefined) this.#clock.clearTimeout(this.#sweepTimer);
     this.#sweepTimer = undefined;
+  }
+
+  #endVouchWait(): void {
+    const waiters = this.#vouchWaiters;
+    this.#vouchWaiters = undefined;
+    waiters?.end();
   }
 
   #clearTimer(): void {

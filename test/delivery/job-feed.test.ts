@@ -189,6 +189,63 @@ test("a fetch that found the source drained vouches for it for drainedForMs, unl
   source.letGo();
 });
 
+test("untilVouched: from IDLE it fetches; new jobs wait for the answer, after which they go in locked", async (t) => {
+  const { clock, source, feed } = setup();
+  const x = { endpoint: "a x", clientId: "a" };
+  source.hold();
+  const waits = [feed.untilVouched(25), feed.untilVouched(25)];
+  t.is(feed.mode, "FETCHING");
+  t.is(source.requests.length, 1);
+  t.truthy(waits[0]);
+  t.is(waits[0], waits[1], "every waiter waits for the same answer");
+  t.deepEqual(feed.reserve([x]), [false], "nothing vouches while it is in flight");
+  t.is(feed.take(), undefined);
+  let over = false;
+  void Promise.all(waits).then(() => {
+    over = true;
+  });
+  await settle();
+  t.false(over, "not before the answer");
+  source.letGo();
+  await Promise.all(waits);
+  t.deepEqual(feed.reserve([x]), [true], "its answer vouches: in locked");
+  t.is(source.requests.length, 1, "take() finding nothing during the fetch asked for no other");
+  t.is(clock.pending, 0, "the wait's timer is gone");
+  t.is(feed.untilVouched(25), undefined, "vouched: nothing to wait for");
+});
+
+test("untilVouched: no wait when the fetch in flight cannot vouch; a wait ends after maxWaitMs, or at release", async (t) => {
+  const { clock, source, feed } = setup();
+  source.hold();
+  feed.take();
+  feed.pulse();
+  t.is(feed.untilVouched(25), undefined, "asked again while in flight: its answer vouches for nothing");
+  source.letGo();
+  await settle();
+  await settle();
+  source.hold();
+  clock.advance(250);
+  const slow = feed.untilVouched(25);
+  t.is(feed.mode, "FETCHING");
+  let over = false;
+  void slow?.then(() => {
+    over = true;
+  });
+  clock.advance(24);
+  await settle();
+  t.false(over);
+  clock.advance(1);
+  await settle();
+  t.true(over, "after maxWaitMs, though the fetch has not answered");
+  const atRelease = feed.untilVouched(25);
+  t.truthy(atRelease, "a new wait for the same fetch");
+  const released = feed.release();
+  await atRelease;
+  source.letGo();
+  await released;
+  t.is(feed.mode, "RELEASED");
+});
+
 test("a retry scheduled with dueAt is fetched once it falls due, not at the next poll; none after release", async (t) => {
   const { clock, source, feed, takeAll } = setup();
   feed.take();

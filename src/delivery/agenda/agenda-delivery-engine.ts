@@ -43,6 +43,8 @@ const SLOW_ANSWER_MS = 1_000;
 const HANDOUT_MAX_AGE_MS = 2_000;
 /** A fetch that found nothing due vouches for the table this long (see JobFeed.reserve). */
 const DRAINED_FOR_MS = 250;
+/** A publish waits at most this long for a fetch in flight to vouch for the table, so that its jobs go in locked (JobFeed.untilVouched). */
+const VOUCH_WAIT_MS = 25;
 /** While a backlog is read, one lock statement per this long at most takes what finished meanwhile. */
 const FETCH_SPACING_MS = 20;
 /** An attempt that failed on our side (the store unreachable…), not the receiver's, runs again this much later. */
@@ -180,6 +182,9 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
     if (notifications.length === 0) return;
     const byId = new Map(subscriptions.map((subscription) => [subscription.id, subscription]));
     const deliveries = this.#deliveries(notifications, byId);
+    // Going in unlocked now would cost an announcement and another fetch, and run no sooner.
+    const vouched = this.#feed.untilVouched(VOUCH_WAIT_MS);
+    if (vouched) await vouched;
     const locked = await this.store.insert(
       deliveries,
       (batch) => this.#feed.reserve(batch.map((delivery) => ({ endpoint: delivery.endpoint, clientId: delivery.notification.clientId }))),
