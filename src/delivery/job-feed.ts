@@ -35,7 +35,8 @@ export interface JobFeedOptions {
  * - IDLE: no fetch under way or wanted. A request for jobs (`take()`
  *   finding none runnable, `pulse()`, a job finishing whose endpoint or
  *   client left due jobs in the source, a retry scheduled with `dueAt`
- *   falling due) starts one: → FETCHING, or
+ *   falling due, new jobs waiting to go in locked: `untilVouched`) starts
+ *   one: → FETCHING, or
  *   → SPACING, or → WAITING_FOR_ROOM. `take()` alone makes none while a
  *   fetch found the source drained less than `drainedForMs` ago and nothing
  *   was announced or handed back since.
@@ -49,7 +50,8 @@ export interface JobFeedOptions {
  *   up); with nothing left waiting, a request → FETCHING at once.
  * - FETCHING: one lock statement in flight. Requests meanwhile are
  *   remembered (`fetchAgain`) so nothing committed before them is missed;
- *   `take()` finding nothing is no such request (it announces no job).
+ *   `take()` finding nothing is no such request, unless it handed stale
+ *   jobs back.
  *   New jobs may wait for its answer, which may vouch for the source, to
  *   go in locked (`untilVouched`, which fetches from IDLE to get one).
  *   Success → IDLE, then a new request at once if one came in, or if the
@@ -149,7 +151,8 @@ export class JobFeed<J extends FeedJob> {
 
   /**
    * The next job to run, counted in flight until `finish()`; undefined when
-   * none may run now, in which case more are looked for (see IDLE).
+   * none may run now, in which case more are looked for (see IDLE), unless
+   * a fetch is under way already.
    */
   take(): J | undefined {
     if (this.#mode === "RELEASED") return undefined;
@@ -162,8 +165,9 @@ export class JobFeed<J extends FeedJob> {
     }
     this.#handBack(stale);
     if (!job) {
-      // A fetch under way brings what it finds; asking again would only keep its answer from vouching.
-      if (!this.#source.vouchedDrained() && this.#mode !== "FETCHING") this.#requestFetch();
+      // A fetch under way brings what it finds; asking again for nothing new would only keep its answer
+      // from vouching. Jobs just handed back are new to the source: they are asked for.
+      if (stale.length > 0 || (!this.#source.vouchedDrained() && this.#mode !== "FETCHING")) this.#requestFetch();
     } else {
       this.#refillIfLow();
     }
@@ -209,7 +213,9 @@ export class JobFeed<J extends FeedJob> {
    * it falls due (see due-alarm.ts), not left to the next poll.
    */
   dueAt(at: Date): void {
-    if (this.#mode !== "RELEASED") this.#alarm.at(at.getTime());
+    // Called once the retry is saved: a fetch sent before then, even within this millisecond, skipped the job
+    // (still locked), so only one sent after it reads it, even when it fell due earlier (a requeue, due at once).
+    if (this.#mode !== "RELEASED") this.#alarm.at(Math.max(at.getTime(), this.#clock.now() + 1));
   }
 
   /**
@@ -227,9 +233,11 @@ export class JobFeed<J extends FeedJob> {
   /**
    * When nothing vouches for the source and no backlog is being read,
    * fetches (unless one is under way whose answer may vouch for it) and
-   * resolves once that fetch answered or `maxWaitMs` passed, whichever
-   * comes first; undefined when there is nothing to wait for (a fetch under
-   * way was asked again, so its answer vouches for nothing). New jobs that
+   * resolves once that fetch answered or failed, `maxWaitMs` passed, the
+   * feed was released, or something made its answer unable to vouch (a
+   * request, a hand-back), whichever comes first; undefined when there is
+   * nothing to wait for (a fetch under way was asked again; or no fetch can
+   * go out now: backing off, spacing, waiting for room). New jobs that
    * wait can then go in locked (`reserve`). Going in unlocked instead costs
    * an announcement and a fetch of their own, and runs them no sooner; a
    * publish arriving during each such fetch would keep the next one
@@ -305,6 +313,8 @@ export class JobFeed<J extends FeedJob> {
         return;
       case "FETCHING":
         this.#fetchAgain = true;
+        // Its answer can no longer vouch for the source: nobody waits for it.
+        this.#endVouchWait();
         return;
       case "BACKING_OFF":
       case "RELEASED":
@@ -453,6 +463,8 @@ export class JobFeed<J extends FeedJob> {
   #handBack(jobs: readonly J[]): void {
     if (jobs.length === 0) return;
     this.#source.handedBack(jobs);
+    // The fetch in flight may have read before they went back: its answer vouches for nothing.
+    this.#endVouchWait();
     const handing = this.source.unlock(jobs).catch(this.options.onUnlockError);
     this.#handingBack.add(handing);
     void handing.finally(() => this.#handingBack.delete(handing));

@@ -239,11 +239,62 @@ test("untilVouched: no wait when the fetch in flight cannot vouch; a wait ends a
   t.true(over, "after maxWaitMs, though the fetch has not answered");
   const atRelease = feed.untilVouched(25);
   t.truthy(atRelease, "a new wait for the same fetch");
+  let releasedOver = false;
+  void atRelease?.then(() => {
+    releasedOver = true;
+  });
   const released = feed.release();
-  await atRelease;
+  await settle();
+  t.true(releasedOver, "release ends it");
   source.letGo();
   await released;
   t.is(feed.mode, "RELEASED");
+});
+
+test("untilVouched: a wait ends as soon as the fetch's answer can no longer vouch (a request, a hand-back)", async (t) => {
+  const { clock, source, feed } = setup({ handoutMaxAgeMs: 100 });
+  source.hold();
+  const announced = feed.untilVouched(25);
+  let over = false;
+  void announced?.then(() => {
+    over = true;
+  });
+  feed.pulse();
+  await settle();
+  t.true(over, "a pulse during the fetch: no use waiting for its answer");
+  source.letGo();
+  await settle();
+  await settle();
+  await settle();
+
+  // A job whose lock grew too old is handed back by take() during a fetch: it is asked for again.
+  source.hold();
+  clock.advance(250);
+  const handedBack = feed.untilVouched(25);
+  const requests = source.requests.length;
+  feed.adopt([{ id: "old", endpoint: "a x", clientId: "a", lockedAt: new Date(clock.now() - 100) }]);
+  let handedBackOver = false;
+  void handedBack?.then(() => {
+    handedBackOver = true;
+  });
+  t.is(feed.take(), undefined, "stale: handed back, not out");
+  await settle();
+  t.true(handedBackOver);
+  source.letGo();
+  await settle();
+  await settle();
+  t.true(source.requests.length > requests, "and fetched again");
+});
+
+test("dueAt for a time already past (a requeue) counts from now: a fetch sent before the call does not stand for it", async (t) => {
+  const { clock, source, feed } = setup();
+  feed.take();
+  await settle();
+  const before = source.requests.length;
+  feed.dueAt(new Date(clock.now() - 1_000));
+  clock.advance(20);
+  await settle();
+  t.is(source.requests.length, before + 1, "fetched once due");
 });
 
 test("a retry scheduled with dueAt is fetched once it falls due, not at the next poll; none after release", async (t) => {

@@ -43,8 +43,8 @@ const SLOW_ANSWER_MS = 1_000;
 const HANDOUT_MAX_AGE_MS = 2_000;
 /** A fetch that found nothing due vouches for the table this long (see JobFeed.reserve). */
 const DRAINED_FOR_MS = 250;
-/** A publish waits at most this long for a fetch in flight to vouch for the table, so that its jobs go in locked (JobFeed.untilVouched). */
-const VOUCH_WAIT_MS = 25;
+/** A publish waits at most this long for a fetch (one in flight, or one it starts) to vouch for the table, so that its jobs go in locked (JobFeed.untilVouched). */
+const VOUCH_WAIT_MS = 5;
 /** While a backlog is read, one lock statement per this long at most takes what finished meanwhile. */
 const FETCH_SPACING_MS = 20;
 /** An attempt that failed on our side (the store unreachable…), not the receiver's, runs again this much later. */
