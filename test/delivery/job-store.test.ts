@@ -7,6 +7,7 @@ import type { LockedJob, NewDelivery } from "../../src/delivery/agenda/delivery-
 import {
   COUNT_JOBS,
   FINISH,
+  INSERT_CHECKED,
   LOCK_DUE,
   PostgresJobStore,
   REMOVE,
@@ -572,9 +573,17 @@ for (const target of storeTargets().filter((t) => t.name === "postgres")) {
       const reads: Record<string, [string, string]> = {
         delivery: [READ_FOR_DELIVERY, "(ARRAY['ntf_1', 'ntf_2'])"],
         fanOut: [SUBSCRIPTIONS_FOR_EVENTS, "(ARRAY['cli_1'], ARRAY['Order.Created'])"],
+        // A publish's insert, its fan-out checked against the client's enabled subscriptions to the event.
+        checkedInsert: [
+          INSERT_CHECKED,
+          `(ARRAY['ntf_x'], ARRAY['sub_x'], ARRAY['cli_1'], ARRAY['Order.Created'], ARRAY['{}'], ARRAY['pending'], ARRAY[0],
+            ARRAY[NULL]::text[], ARRAY[now()], ARRAY[now()], ARRAY['ntf_x'], ARRAY['e'], ARRAY[false], now(), 'probe',
+            ARRAY[NULL]::text[], ARRAY['cli_1'], ARRAY['Order.Created'], ARRAY['sub_x:1'], ARRAY['ntf_x'])`,
+        ],
       };
       for (const [name, plan] of await plansAfterBacklog(reads, { nextRunAt: "now()", locked: 0 })) {
         t.deepEqual(readsNotById(plan), [], `${name}:\n${plan}`);
+        if (name === "checkedInsert") t.regex(plan, /wh_subscriptions_client_event_idx/, plan);
       }
     },
   );

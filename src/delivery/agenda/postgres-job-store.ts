@@ -166,7 +166,7 @@ const INSERT = `
  * inserts are made in: a change committed before it is seen, one committed
  * after it comes after the publish.
  */
-const INSERT_CHECKED = `
+export const INSERT_CHECKED = `
   WITH changed AS (
     SELECT c.n, c.ids FROM unnest($17::text[], $18::text[], $19::text[], $20::text[]) WITH ORDINALITY AS c (client_id, event, print, ids, n)
     WHERE c.print IS DISTINCT FROM ${currentFanOutPrint("c.client_id", "c.event")}
