@@ -1,3 +1,4 @@
+import { outcome } from "../outcome.js";
 import { type Clock, systemClock } from "./clock.js";
 import { DueAlarm } from "./due-alarm.js";
 import { FairLanes, type LaneJob, type LaneLimits, type LaneOccupancy } from "./fair-lanes.js";
@@ -248,16 +249,13 @@ export class JobFeed<J extends FeedJob> {
     if (this.#mode === "IDLE") this.#requestFetch();
     if (this.#mode !== "FETCHING" || this.#fetchAgain) return undefined;
     if (!this.#vouchWaiters) {
-      let resolve = () => {};
-      const done = new Promise<void>((settle) => {
-        resolve = settle;
-      });
+      const waited = outcome();
       const timer = this.#clock.setTimeout(() => this.#endVouchWait(), maxWaitMs);
       this.#vouchWaiters = {
-        done,
+        done: waited.promise,
         end: () => {
           this.#clock.clearTimeout(timer);
-          resolve();
+          waited.settle();
         },
       };
     }

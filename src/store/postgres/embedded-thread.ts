@@ -1,6 +1,7 @@
 import { Duplex } from "node:stream";
 import type { Worker } from "node:worker_threads";
 import { startModuleWorker } from "../../module-worker.js";
+import { outcome } from "../../outcome.js";
 import { type EmbeddedThreadData, type FromEmbeddedThread, joined, type ToEmbeddedThread } from "./embedded-thread-messages.js";
 
 /**
@@ -78,20 +79,6 @@ export class EmbeddedThread {
       await this.#worker.terminate();
     }
   }
-}
-
-/**
- * A promise and what settles it: fulfilled, or rejected with an error; only
- * the first call counts. Nobody need wait on it: its outcome also reaches
- * the socket or `start`, so a rejection nobody awaits is not unhandled.
- */
-function outcome(): { promise: Promise<void>; settle(error?: Error): void } {
-  let settle: (error?: Error) => void = () => {};
-  const promise = new Promise<void>((resolve, reject) => {
-    settle = (error) => (error ? reject(error) : resolve());
-  });
-  promise.catch(() => {});
-  return { promise, settle };
 }
 
 /** The socket-shaped side of the thread that `pg`'s connection uses (see EmbeddedThread). */
