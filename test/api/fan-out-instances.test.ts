@@ -2,16 +2,11 @@ import test from "ava";
 import { adminAuth, createClient } from "../helpers/admin.js";
 import { Receiver } from "../helpers/receiver.js";
 import { rest, startTestService, type TestService } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { postgresOnly } from "../helpers/stores.js";
 
-const postgres = storeTargets().find((target) => target.name === "postgres");
+const postgres = postgresOnly(test, "fan-outs kept across instances");
 
-if (!postgres) {
-  test("fan-outs kept across instances need PostgreSQL (POSTGRES_URL)", (t) => {
-    t.log("skipped: POSTGRES_URL is not set");
-    t.pass();
-  });
-} else {
+if (postgres) {
   test("an instance that keeps an event's fan-out still delivers to subscriptions another instance adds, moves and deletes (PostgreSQL)", async (t) => {
     const store = await postgres.create();
     const [first, second, moved] = await Promise.all([Receiver.start(), Receiver.start(), Receiver.start()]);

@@ -4,17 +4,12 @@ import test from "ava";
 import { DeliveryActivityKind, DeliveryService } from "../../src/gen/webhooks/v1/delivery_service_pb.js";
 import { Receiver } from "../helpers/receiver.js";
 import { API_KEY, rest, startTestService, type TestService } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { postgresOnly } from "../helpers/stores.js";
 import { describe, ofJob, watchOver } from "../helpers/watch.js";
 
-const postgres = storeTargets().find((target) => target.name === "postgres");
+const postgres = postgresOnly(test, "watchers across instances");
 
-if (!postgres) {
-  test("watchers across instances need PostgreSQL (POSTGRES_URL)", (t) => {
-    t.log("skipped: POSTGRES_URL is not set");
-    t.pass();
-  });
-} else {
+if (postgres) {
   test("a watcher on instance B sees what happens on instance A (PostgreSQL LISTEN/NOTIFY)", async (t) => {
     const store = await postgres.create();
     const receiver = await Receiver.start();

@@ -6,6 +6,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
+import type { TestFn } from "ava";
 import pg from "pg";
 import { createEmbeddedDatabase } from "../../src/store/postgres/embedded-database.js";
 import type { SqlClient } from "../../src/store/postgres/sql-pool.js";
@@ -131,6 +132,16 @@ export function storeTargets(): StoreTarget[] {
     if (!mongoUrl) console.warn("!!! MONGODB_URL is not set: MongoDB store runs SKIPPED");
   }
   return targets;
+}
+
+/**
+ * The PostgreSQL target, or undefined without POSTGRES_URL: then a skipped
+ * test, named for `what` runs only against PostgreSQL, says so.
+ */
+export function postgresOnly(test: TestFn, what: string): StoreTarget | undefined {
+  const postgres = storeTargets().find((target) => target.name === "postgres");
+  if (!postgres) test.skip(`${what}: needs PostgreSQL (set POSTGRES_URL)`, () => {});
+  return postgres;
 }
 
 /** The plan a prepared statement runs with, as EXPLAIN EXECUTE prints it, one line per node. */

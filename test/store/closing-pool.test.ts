@@ -2,16 +2,11 @@ import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import test from "ava";
 import pg from "pg";
 import { trackConnections } from "../../src/store/postgres/closing-pool.js";
-import { storeTargets } from "../helpers/stores.js";
+import { postgresOnly } from "../helpers/stores.js";
 
-const postgres = storeTargets().find((target) => target.name === "postgres");
+const postgres = postgresOnly(test, "closing a pool");
 
-if (!postgres) {
-  test("closing a pool needs PostgreSQL (POSTGRES_URL)", (t) => {
-    t.log("skipped: POSTGRES_URL is not set");
-    t.pass();
-  });
-} else {
+if (postgres) {
   test("a tracked pool's end resolves only once the server has no connection of it left", async (t) => {
     const store = await postgres.create();
     t.teardown(() => store.cleanup());

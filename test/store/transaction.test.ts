@@ -2,16 +2,11 @@ import test from "ava";
 import pg from "pg";
 import { ConflictError } from "../../src/domain/errors.js";
 import { inTransaction } from "../../src/store/postgres/transaction.js";
-import { storeTargets } from "../helpers/stores.js";
+import { postgresOnly } from "../helpers/stores.js";
 
-const postgres = storeTargets().find((target) => target.name === "postgres");
+const postgres = postgresOnly(test, "transactions on a server connection");
 
-if (!postgres) {
-  test("transactions on a server connection need PostgreSQL (POSTGRES_URL)", (t) => {
-    t.log("skipped: POSTGRES_URL is not set");
-    t.pass();
-  });
-} else {
+if (postgres) {
   test("a transaction its work refuses (a domain error) is rolled back and its connection reused; any other failure drops it", async (t) => {
     const store = await postgres.create();
     t.teardown(() => store.cleanup());

@@ -2,16 +2,11 @@ import test from "ava";
 import pg from "pg";
 import { UnattendedVacuum } from "../../src/store/postgres/unattended-vacuum.js";
 import { reportingUnavailable } from "../../src/store/postgres/unavailable.js";
-import { storeTargets } from "../helpers/stores.js";
+import { postgresOnly } from "../helpers/stores.js";
 
-const postgres = storeTargets().find((target) => target.name === "postgres");
+const postgres = postgresOnly(test, "vacuuming what autovacuum leaves alone");
 
-if (!postgres) {
-  test("vacuuming what autovacuum leaves alone needs PostgreSQL (POSTGRES_URL)", (t) => {
-    t.log("skipped: POSTGRES_URL is not set");
-    t.pass();
-  });
-} else {
+if (postgres) {
   test("our tables autovacuum leaves alone are vacuumed and analyzed when autovacuum would, others' never; turning it on for them ends it", async (t) => {
     const store = await postgres.create();
     t.teardown(() => store.cleanup());

@@ -2,16 +2,11 @@ import test from "ava";
 import pg from "pg";
 import { StoreUnavailableError } from "../../src/domain/errors.js";
 import { reportingUnavailable } from "../../src/store/postgres/unavailable.js";
-import { storeTargets } from "../helpers/stores.js";
+import { postgresOnly } from "../helpers/stores.js";
 
-const postgres = storeTargets().find((target) => target.name === "postgres");
+const postgres = postgresOnly(test, "a connection lost mid-transaction");
 
-if (!postgres) {
-  test("a connection lost mid-transaction needs PostgreSQL (POSTGRES_URL)", (t) => {
-    t.log("skipped: POSTGRES_URL is not set");
-    t.pass();
-  });
-} else {
+if (postgres) {
   test("a connection lost while held (mid-transaction) fails its statement as unavailable, crashes nothing, and is not reused", async (t) => {
     const store = await postgres.create();
     t.teardown(() => store.cleanup());
