@@ -1,28 +1,14 @@
 import test from "ava";
-import { pino } from "pino";
-import { loadConfig } from "../../src/config.js";
 import { EventCatalog } from "../../src/domain/event-catalog.js";
 import type { EventTypeStore } from "../../src/domain/ports.js";
-import { type OpenStore, openStore } from "../../src/store/open-store.js";
-import { FAST_TEST_ENV } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { storeForFile } from "../helpers/opened-store.js";
 
 // The catalog's cache in front of a real store (embedded PGlite), counting the store's full reads.
-let opened: OpenStore | undefined;
-let cleanup: (() => Promise<void>) | undefined;
-test.before(async () => {
-  const created = await (storeTargets()[0]?.create() ?? Promise.reject(new Error("no store target")));
-  cleanup = created.cleanup;
-  opened = await openStore(loadConfig({ ...FAST_TEST_ENV, ...created.env }).store, pino({ level: "silent" }));
-});
-test.after.always(async () => {
-  await opened?.close();
-  await cleanup?.();
-});
+const opened = storeForFile(test);
 
 /** The first full read answers only once `holdFirst` settles (a slow read, overtaken by a change). */
 function countingCatalog(holdFirst?: Promise<void>): { catalog: EventCatalog; lists: () => number } {
-  const store = opened?.store.eventTypes as EventTypeStore;
+  const store = opened().store.eventTypes;
   let lists = 0;
   const counted: EventTypeStore = Object.assign(Object.create(store) as EventTypeStore, {
     list: async () => {

@@ -1,6 +1,4 @@
 import test from "ava";
-import { pino } from "pino";
-import { loadConfig } from "../../src/config.js";
 import type { NewDelivery } from "../../src/delivery/agenda/delivery-job-store.js";
 import { PostgresJobStore } from "../../src/delivery/agenda/postgres-job-store.js";
 import { endpointOf } from "../../src/delivery/endpoint.js";
@@ -10,9 +8,7 @@ import type { Notification, Subscription } from "../../src/domain/model.js";
 import { Notifications } from "../../src/domain/notifications.js";
 import type { DeliveryQueue, SubscriptionStore } from "../../src/domain/ports.js";
 import type { Subscriptions } from "../../src/domain/subscriptions.js";
-import { type OpenStore, openStore } from "../../src/store/open-store.js";
-import { FAST_TEST_ENV } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { storeForFile } from "../helpers/opened-store.js";
 import { subscriptionRecord } from "../helpers/subscriptions.js";
 
 /**
@@ -20,21 +16,11 @@ import { subscriptionRecord } from "../helpers/subscriptions.js";
  * another instance's writes would make them (the embedded store, with the
  * job store checking fan-outs as on a shared PostgreSQL).
  */
-let opened: OpenStore | undefined;
-let cleanup: (() => Promise<void>) | undefined;
-test.before(async () => {
-  const created = await (storeTargets()[0]?.create() ?? Promise.reject(new Error("no store target")));
-  cleanup = created.cleanup;
-  opened = await openStore(loadConfig({ ...FAST_TEST_ENV, ...created.env }).store, pino({ level: "silent" }));
-});
-test.after.always(async () => {
-  await opened?.close();
-  await cleanup?.();
-});
+const opened = storeForFile(test);
 
 async function publisher(changesAfterReads: number) {
-  if (opened?.database.kind !== "postgres") throw new Error("a SQL store");
-  const { store, database } = opened;
+  const { store, database } = opened();
+  if (database.kind !== "postgres") throw new Error("a SQL store");
   const catalog = new EventCatalog(store.eventTypes);
   await catalog.seed([{ name: "Churn.Tick", description: "", samplePayload: {} }]);
   const clientId = (await store.clients.ensureWithKey("churn", newId("cli"))).id;
