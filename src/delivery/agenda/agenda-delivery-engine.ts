@@ -56,6 +56,11 @@ const POLL_BACKOFF = { initialMs: 200, maxMs: 5_000 };
 /** Running attempts get this long to save their state once interrupted at shutdown. */
 const INTERRUPTED_SAVE_WAIT_MS = 5_000;
 
+/** The fan-out the job store is to check as it inserts (DeliveryJobStore.insert): none when the accept says not to. */
+function toCheck(subscriptions: readonly Subscription[], options: AcceptOptions | undefined): readonly Subscription[] | undefined {
+  return options?.check === false ? undefined : subscriptions;
+}
+
 /**
  * Thrown to Agenda for a run whose attempt failed and will be retried: the
  * retry was saved with the attempt's record (recordRetry), so Agenda's
@@ -188,7 +193,7 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
     const locked = await this.store.insert(
       deliveries,
       (batch) => this.#feed.reserve(batch.map((delivery) => ({ endpoint: delivery.endpoint, clientId: delivery.notification.clientId }))),
-      options?.check === false ? undefined : subscriptions,
+      toCheck(subscriptions, options),
     );
     // The first attempt of a job run here uses the rows just written instead of reading them back.
     const byNotification = new Map(notifications.map((notification) => [notification.id, notification]));
@@ -209,8 +214,7 @@ export class AgendaDeliveryEngine implements DeliveryQueue {
     options?: AcceptOptions,
   ): Promise<{ ids: string[]; duplicate: boolean }> {
     const byId = new Map(subscriptions.map((subscription) => [subscription.id, subscription]));
-    const fanOut = options?.check === false ? undefined : subscriptions;
-    const result = await this.store.insertOnce(clientId, key, this.#deliveries(notifications, byId), fanOut);
+    const result = await this.store.insertOnce(clientId, key, this.#deliveries(notifications, byId), toCheck(subscriptions, options));
     if (!result.duplicate && notifications.length > 0) this.#announce();
     return result;
   }

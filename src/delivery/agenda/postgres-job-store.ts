@@ -529,13 +529,13 @@ export class PostgresJobStore implements DeliveryJobStore {
     const values = insertValues(deliveries, locked, at, owner);
     const changed = new Set<Insert>();
     if (this.options.checkFanOuts) {
-      const checked = calls.flatMap((call) => (call.check ? [{ call, check: call.check, deliveries: call.deliveries }] : []));
+      const checked = calls.filter((call): call is Insert & { check: FanOutCheck } => call.check !== undefined);
       const { rows } = await this.pools.api.query<{ n: number }>({
         name: "wh-insert-jobs-checked",
         text: INSERT_CHECKED,
         values: [...values, ...checkValues(checked)],
       });
-      for (const { n } of rows) changed.add((checked[n - 1] as (typeof checked)[number]).call);
+      for (const { n } of rows) changed.add(checked[n - 1] as Insert);
     } else {
       await this.pools.api.query({ name: "wh-insert-jobs", text: INSERT, values });
     }

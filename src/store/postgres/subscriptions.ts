@@ -159,7 +159,7 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
   }
 
   /** Always the database's answer (`fresh` or not), each subscription with its row's version (fan-out-versions.ts). */
-  listEnabledForEvent(clientId: string, event: string, _options?: { fresh?: boolean }): Promise<Subscription[]> {
+  listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]> {
     return this.#fanOutReads.call({ clientId, event });
   }
 
