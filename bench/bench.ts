@@ -687,10 +687,13 @@ async function runStore(
     receiver.send({ type: "hold", held: backlog });
     const d1 = await publish("Bench.Backlog", SIZE.backlog / SIZE.backlogFanOut, 0, 4);
     await sleep(2000);
+    const resident = await rss(service.pid as number);
     report({
       store,
       figure: `(d) RSS with ${d1.notifications} pending`,
-      value: await rss(service.pid as number),
+      // What of it is V8's heap: committed, and used by live and not yet collected objects.
+      ...(metricsOn ? { note: heapOf(await (await fetch(`${base}/metrics`)).text()) } : {}),
+      value: resident,
       unit: "MB",
       key: "d.rss",
     });
@@ -721,6 +724,15 @@ async function runStore(
 }
 
 const SCRAPES = 9;
+
+/** V8's heap as the service's /metrics says (prom-client's default metrics), in MB. */
+function heapOf(metrics: string): string {
+  const mb = (name: string) => {
+    const value = new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1];
+    return value === undefined ? "?" : String(Math.round(Number(value) / 1048576));
+  };
+  return `V8 heap ${mb("nodejs_heap_size_total_bytes")} MB committed, ${mb("nodejs_heap_size_used_bytes")} MB used`;
+}
 
 /** The service's pending notifications, as its /metrics text says (undefined if it does not say). */
 function pendingOf(metrics: string): string | undefined {
