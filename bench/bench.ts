@@ -449,6 +449,7 @@ async function runStore(
         receiver.send({ type: "reset" });
         const cpuBefore = await processCpuMs(service.pid);
         const mainBefore = (await mainThreadSince(service.pid)).now;
+        const machineBefore = { busyMs: await machineBusyMs(), at: performance.now() };
         const sent = await publish(event, rate * SIZE.latencySeconds, rate, Math.max(16, rate / 10));
         const { records } = await collect(sent.notifications, 60_000, tag);
         const got = summarise(records.map((r) => r.latencyMs));
@@ -456,8 +457,10 @@ async function runStore(
         if (process.env.BENCH_LATENCY_DETAIL) {
           const cpu = (((await processCpuMs(service.pid)) - cpuBefore) * 1000) / got.count;
           const main = (await mainThreadSince(service.pid, mainBefore)).text;
+          // The whole machine's CPUs, busy with every process on it (the bench's own included).
+          const busy = ((await machineBusyMs()) - machineBefore.busyMs) / ((performance.now() - machineBefore.at) * cpus().length);
           console.error(
-            `  ${tag} phase ${repeat + 1}: p50 ${got.p50} p95 ${got.p95} p99 ${got.p99} max ${got.max} ms (${got.count}); service CPU ${Math.round(cpu)} µs per event${main}; ${slowest(records)}`,
+            `  ${tag} phase ${repeat + 1}: p50 ${got.p50} p95 ${got.p95} p99 ${got.p99} max ${got.max} ms (${got.count}); service CPU ${Math.round(cpu)} µs per event${main}; machine ${Math.round(busy * 100)} % busy; ${slowest(records)}`,
           );
         }
         p99s.push(got.p99);
