@@ -418,7 +418,7 @@ async function runStore(
       if (!metricsOn) return;
       const deadline = Date.now() + 60_000;
       while (Date.now() < deadline) {
-        if (pendingOf(await (await fetch(`${base}/metrics`)).text()) === "0") return;
+        if (metricOf(await (await fetch(`${base}/metrics`)).text(), "webhook_queue_pending") === "0") return;
         await sleep(250);
       }
       if (!asJson) console.error("  (notifications were still pending after 60 s: the next scenario runs beside them)");
@@ -728,18 +728,18 @@ async function runStore(
 
 const SCRAPES = 9;
 
+/** A metric's value as the service's /metrics text gives it, unlabelled (undefined if it does not say). */
+function metricOf(metrics: string, name: string): string | undefined {
+  return new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1];
+}
+
 /** V8's heap as the service's /metrics says (prom-client's default metrics), in MB. */
 function heapOf(metrics: string): string {
   const mb = (name: string) => {
-    const value = new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1];
+    const value = metricOf(metrics, name);
     return value === undefined ? "?" : String(Math.round(Number(value) / 1048576));
   };
   return `V8 heap ${mb("nodejs_heap_size_total_bytes")} MB committed, ${mb("nodejs_heap_size_used_bytes")} MB used`;
-}
-
-/** The service's pending notifications, as its /metrics text says (undefined if it does not say). */
-function pendingOf(metrics: string): string | undefined {
-  return /^webhook_queue_pending (\S+)$/m.exec(metrics)?.[1];
 }
 
 /** How long Prometheus waits for a scrape of /metrics (one after another, as it scrapes), and the pending count it read. */
@@ -753,7 +753,7 @@ async function scrapeTime(base: string): Promise<{ median: number; max: number; 
     if (!response.ok) throw new Error(`GET /metrics: ${response.status} ${text}`);
     times.push(performance.now() - start);
   }
-  return { median: median(times), max: Math.max(...times), pending: pendingOf(text) ?? "missing" };
+  return { median: median(times), max: Math.max(...times), pending: metricOf(text, "webhook_queue_pending") ?? "missing" };
 }
 
 let postgresVersion: string | undefined;
