@@ -5,6 +5,15 @@ import { outcome } from "../../outcome.js";
 import { type EmbeddedThreadData, type FromEmbeddedThread, joined, type ToEmbeddedThread } from "./embedded-thread-messages.js";
 
 /**
+ * The database thread's young generation, in MB (V8 makes its semi-spaces a
+ * third of it). What that thread allocates in JavaScript is short-lived (the
+ * wire messages it passes on), and the event loop's 32 MB semi-spaces
+ * (`npm start`) would keep about 64 MB resident there for nothing: see
+ * docs/performance.md, Memory.
+ */
+export const DATABASE_THREAD_YOUNG_GENERATION_MB = 12;
+
+/**
  * The embedded database on its own thread (embedded-worker.ts), and the
  * stream a `pg` client talks to it through in place of a socket: what the
  * client writes goes to the thread, what the thread answers comes back as
@@ -25,7 +34,10 @@ export class EmbeddedThread {
 
   private constructor(directory: string) {
     const workerData: EmbeddedThreadData = { directory };
-    const worker = startModuleWorker(new URL("./embedded-worker.js", import.meta.url), import.meta.url, { workerData });
+    const worker = startModuleWorker(new URL("./embedded-worker.js", import.meta.url), import.meta.url, {
+      workerData,
+      resourceLimits: { maxYoungGenerationSizeMb: DATABASE_THREAD_YOUNG_GENERATION_MB },
+    });
     this.#worker = worker;
     this.socket = new WorkerSocket(worker);
     let opened = false;
