@@ -8,10 +8,10 @@ import { type EmbeddedThreadData, type FromEmbeddedThread, joined, type ToEmbedd
  * The database thread's young generation, in MB (V8 makes its semi-spaces a
  * third of it). What that thread allocates in JavaScript is short-lived (the
  * wire messages it passes on), and the event loop's 32 MB semi-spaces
- * (`npm start`) would keep about 64 MB resident there for nothing: see
+ * (`npm start`) would commit up to 64 MB there for nothing: see
  * docs/performance.md, Memory.
  */
-export const DATABASE_THREAD_YOUNG_GENERATION_MB = 12;
+const DATABASE_THREAD_YOUNG_GENERATION_MB = 12;
 
 /**
  * The embedded database on its own thread (embedded-worker.ts), and the
