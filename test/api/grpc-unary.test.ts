@@ -1,0 +1,159 @@
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
+import {
+  createAsyncIterable,
+  encodeEnvelope,
+  type UniversalHandler,
+  type UniversalServerRequest,
+  type UniversalServerResponse,
+} from "@connectrpc/connect/protocol";
+import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
+import test from "ava";
+import { ACCEPTED_COMPRESSIONS } from "../../src/api/binary-message.js";
+import { asConnectUnary, asGrpcResponse } from "../../src/api/grpc-unary.js";
+import {
+  EventService,
+  PublishEventRequestSchema,
+  PublishEventResponseSchema,
+  RegisterEventTypeResponseSchema,
+} from "../../src/gen/webhooks/v1/event_service_pb.js";
+
+/**
+ * A gRPC unary call served as its Connect unary twin answers exactly what
+ * connect-es's own gRPC handler answers: the same message, the same status,
+ * message, details and metadata in the trailers.
+ */
+
+const router = createConnectRouter({ acceptCompression: ACCEPTED_COMPRESSIONS });
+router.service(EventService, {
+  async publishEvent(request, context) {
+    if (request.event === "Order.Failed") {
+      throw new ConnectError("no such event: Order.Failed (ü%)", Code.FailedPrecondition, { "retry-after": "3" }, [
+        { desc: RegisterEventTypeResponseSchema, value: {} },
+      ]);
+    }
+    if (request.event === "Order.Crashed") throw new Error("a bug");
+    context.responseTrailer.set("x-seen", "yes");
+    // The handler's deadline, as it reads it, is the answer's job id.
+    const left = context.timeoutMs();
+    return create(PublishEventResponseSchema, { jobIds: [left === undefined ? "none" : left > 0 ? "running" : "expired"] });
+  },
+});
+const handlers = new Map(router.handlers.map((handler) => [handler.method.name, handler]));
+const publishHandler = handlers.get("PublishEvent") as UniversalHandler;
+
+function message(event: string): Uint8Array {
+  return toBinary(PublishEventRequestSchema, create(PublishEventRequestSchema, { clientId: "c1", event, payload: { a: 1 } }));
+}
+
+function grpcRequest(body: Uint8Array, headers: Record<string, string> = {}): UniversalServerRequest {
+  return {
+    httpVersion: "2.0",
+    method: "POST",
+    url: `http://127.0.0.1${publishHandler.requestPath}`,
+    header: new Headers({ "content-type": "application/grpc", te: "trailers", "content-length": String(body.byteLength), ...headers }),
+    body: createAsyncIterable([body]),
+    signal: new AbortController().signal,
+    contextValues: createContextValues(),
+  };
+}
+
+interface Answer {
+  status: number;
+  contentType: string | null;
+  body: Uint8Array;
+  trailer: Array<[string, string]>;
+}
+
+async function read(response: UniversalServerResponse): Promise<Answer> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of response.body ?? []) chunks.push(chunk);
+  return {
+    status: response.status,
+    contentType: response.header?.get("content-type") ?? null,
+    body: Buffer.concat(chunks),
+    trailer: [...(response.trailer ?? new Headers())].sort(),
+  };
+}
+
+/** The same call, through connect-es's gRPC handler and as its Connect unary twin. */
+async function bothWays(body: Uint8Array, headers: Record<string, string> = {}) {
+  const twin = asConnectUnary(publishHandler.method, grpcRequest(body, headers), body);
+  if (!twin) throw new Error("the call was not translated");
+  return {
+    grpc: await read(await publishHandler(grpcRequest(body, headers))),
+    translated: await read(await asGrpcResponse(await publishHandler(twin))),
+  };
+}
+
+test("a successful call: the same message, headers and trailers as connect-es's gRPC handler", async (t) => {
+  const { grpc, translated } = await bothWays(encodeEnvelope(0, message("Order.Created")));
+  t.deepEqual(translated, grpc);
+  t.is(translated.contentType, "application/grpc+proto");
+  t.deepEqual(fromBinary(PublishEventResponseSchema, translated.body.subarray(5)).jobIds, ["none"]);
+  t.deepEqual(translated.trailer, [
+    ["grpc-status", "0"],
+    ["x-seen", "yes"],
+  ]);
+});
+
+test("an error: the same status, message, details and metadata in the trailers", async (t) => {
+  const { grpc, translated } = await bothWays(encodeEnvelope(0, message("Order.Failed")));
+  t.deepEqual(translated, grpc);
+  const trailer = new Headers(translated.trailer);
+  t.is(trailer.get("grpc-status"), String(Code.FailedPrecondition));
+  t.is(decodeURIComponent(trailer.get("grpc-message") ?? ""), "no such event: Order.Failed (ü%)");
+  t.is(trailer.get("retry-after"), "3");
+  // What a gRPC client reads from the trailers: connect-es's own reader.
+  const error = findTrailerError(trailer);
+  t.is(error?.code, Code.FailedPrecondition);
+  t.deepEqual(
+    error?.details.map((detail) => ("type" in detail ? detail.type : detail.desc.typeName)),
+    ["webhooks.v1.RegisterEventTypeResponse"],
+  );
+  t.is(translated.body.byteLength, 0);
+});
+
+test("an unexpected error is internal, as connect-es answers it", async (t) => {
+  const { grpc, translated } = await bothWays(encodeEnvelope(0, message("Order.Crashed")));
+  t.deepEqual(translated, grpc);
+  t.is(new Headers(translated.trailer).get("grpc-status"), String(Code.Internal));
+});
+
+test("the deadline: grpc-timeout becomes the handler's timeout, rounded up to whole milliseconds", async (t) => {
+  const body = encodeEnvelope(0, message("Order.Created"));
+  const jobOf = async (timeout: string) => {
+    const twin = asConnectUnary(publishHandler.method, grpcRequest(body, { "grpc-timeout": timeout }), body);
+    t.is(twin?.header.get("grpc-timeout"), null);
+    const answer = await read(await asGrpcResponse(await publishHandler(twin as UniversalServerRequest)));
+    return {
+      header: twin?.header.get("connect-timeout-ms"),
+      job: fromBinary(PublishEventResponseSchema, answer.body.subarray(5)).jobIds[0],
+    };
+  };
+  t.deepEqual(await jobOf("2S"), { header: "2000", job: "running" });
+  t.is((await jobOf("1500u")).header, "2");
+  t.is((await jobOf("0n")).header, "0");
+});
+
+test("calls connect-es must answer itself are left to its gRPC handler", (t) => {
+  const body = encodeEnvelope(0, message("Order.Created"));
+  const left = (request: UniversalServerRequest, bytes = body, method = publishHandler.method) =>
+    asConnectUnary(method, request, bytes) === undefined;
+  t.true(left(grpcRequest(body, { "content-type": "application/grpc-web+proto" })), "gRPC-Web");
+  t.true(left(grpcRequest(body, { "content-type": "application/grpc+json" })), "gRPC with JSON");
+  t.true(left(grpcRequest(body, { "grpc-encoding": "gzip" })), "a compressed message");
+  const flagged = encodeEnvelope(1, message("Order.Created"));
+  t.true(left(grpcRequest(flagged), flagged), "an envelope marked compressed");
+  const two = Buffer.concat([body, body]);
+  t.true(left(grpcRequest(two), two), "two messages");
+  const cut = body.subarray(0, body.byteLength - 1);
+  t.true(left(grpcRequest(cut), cut), "a message cut short");
+  t.true(left(grpcRequest(new Uint8Array(3)), new Uint8Array(3)), "less than an envelope header");
+  t.true(left(grpcRequest(body, { "grpc-timeout": "soon" })), "a timeout that does not parse");
+  t.true(left(grpcRequest(body, { "grpc-timeout": "99999999H" })), "a timeout Connect cannot carry");
+  const stream = router.handlers.find((handler) => handler.method.methodKind === "server_streaming");
+  t.truthy(stream);
+  t.true(left(grpcRequest(body), body, stream?.method), "a stream of answers");
+  t.false(left(grpcRequest(body, { "content-type": "application/grpc+proto", "grpc-encoding": "identity" })), "identity is no compression");
+});
