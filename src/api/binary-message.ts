@@ -115,6 +115,16 @@ function splitEnvelopes(body: Uint8Array, readMaxBytes: number): Uint8Array[] {
   return messages;
 }
 
+/** The message of a body that is exactly one uncompressed envelope; undefined for any other body. */
+export function singleUncompressedMessage(body: Uint8Array): Uint8Array | undefined {
+  try {
+    const messages = splitEnvelopes(body, Number.POSITIVE_INFINITY);
+    return messages.length === 1 ? messages[0] : undefined;
+  } catch {
+    return undefined; // cut short, or marked compressed
+  }
+}
+
 function negotiate(requested: string | null, acceptHeader: string) {
   const { request, error } = compressionNegotiate(ACCEPTED_COMPRESSIONS, requested, null, acceptHeader);
   if (error) throw error;

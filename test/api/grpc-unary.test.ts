@@ -1,3 +1,4 @@
+import { gunzipSync } from "node:zlib";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
 import {
@@ -33,6 +34,14 @@ router.service(EventService, {
       ]);
     }
     if (request.event === "Order.Crashed") throw new Error("a bug");
+    if (request.event === "Order.Verbose") throw new ConnectError(`too long: ${"x".repeat(2_000)}`, Code.InvalidArgument);
+    if (request.event === "Order.Annotated") {
+      context.responseHeader.set("x-note", "set before failing");
+      throw new ConnectError("failed after a header", Code.Aborted);
+    }
+    // Over 1 KiB: compressed when the client accepts it.
+    if (request.event === "Order.Many")
+      return create(PublishEventResponseSchema, { jobIds: Array.from({ length: 100 }, (_, i) => `job-${i}-${"x".repeat(20)}`) });
     context.responseTrailer.set("x-seen", "yes");
     // The handler's deadline, as it reads it, is the answer's job id.
     const left = context.timeoutMs();
@@ -60,7 +69,7 @@ function grpcRequest(body: Uint8Array, headers: Record<string, string> = {}): Un
 
 interface Answer {
   status: number;
-  contentType: string | null;
+  header: Array<[string, string]>;
   body: Uint8Array;
   trailer: Array<[string, string]>;
 }
@@ -70,7 +79,7 @@ async function read(response: UniversalServerResponse): Promise<Answer> {
   for await (const chunk of response.body ?? []) chunks.push(chunk);
   return {
     status: response.status,
-    contentType: response.header?.get("content-type") ?? null,
+    header: [...(response.header ?? new Headers())].sort(),
     body: Buffer.concat(chunks),
     trailer: [...(response.trailer ?? new Headers())].sort(),
   };
@@ -89,7 +98,7 @@ async function bothWays(body: Uint8Array, headers: Record<string, string> = {}) 
 test("a successful call: the same message, headers and trailers as connect-es's gRPC handler", async (t) => {
   const { grpc, translated } = await bothWays(encodeEnvelope(0, message("Order.Created")));
   t.deepEqual(translated, grpc);
-  t.is(translated.contentType, "application/grpc+proto");
+  t.deepEqual(translated.header, [["content-type", "application/grpc+proto"]]);
   t.deepEqual(fromBinary(PublishEventResponseSchema, translated.body.subarray(5)).jobIds, ["none"]);
   t.deepEqual(translated.trailer, [
     ["grpc-status", "0"],
@@ -120,6 +129,36 @@ test("an unexpected error is internal, as connect-es answers it", async (t) => {
   t.is(new Headers(translated.trailer).get("grpc-status"), String(Code.Internal));
 });
 
+test("a large answer is compressed with what the client accepts, as connect-es's gRPC handler compresses it", async (t) => {
+  const accepts = { "grpc-accept-encoding": "identity,deflate,gzip" };
+  const { grpc, translated } = await bothWays(encodeEnvelope(0, message("Order.Many")), accepts);
+  t.deepEqual(translated.trailer, grpc.trailer);
+  t.is(translated.body[0], 1, "the envelope is marked compressed");
+  t.deepEqual(translated.header, grpc.header);
+  t.is(new Headers(translated.header).get("grpc-encoding"), "gzip");
+  t.deepEqual(gunzipSync(translated.body.subarray(5)), gunzipSync(grpc.body.subarray(5)));
+  t.is(fromBinary(PublishEventResponseSchema, gunzipSync(translated.body.subarray(5))).jobIds.length, 100);
+  // Without grpc-accept-encoding, nothing is compressed.
+  const plain = await bothWays(encodeEnvelope(0, message("Order.Many")));
+  t.deepEqual(plain.translated, plain.grpc);
+  t.is(plain.translated.body[0], 0);
+});
+
+test("a long error (its JSON compressed by Connect) keeps its message", async (t) => {
+  const { grpc, translated } = await bothWays(encodeEnvelope(0, message("Order.Verbose")), { "grpc-accept-encoding": "gzip" });
+  t.deepEqual(translated.trailer, grpc.trailer);
+  t.regex(decodeURIComponent(new Headers(translated.trailer).get("grpc-message") ?? ""), /^too long: x{2000}$/);
+});
+
+test("a header a handler sets before it fails reaches a gRPC client in the trailers, not the headers", async (t) => {
+  // Connect unary carries it among the error's metadata; the translation cannot tell them apart.
+  const { grpc, translated } = await bothWays(encodeEnvelope(0, message("Order.Annotated")));
+  t.is(new Headers(grpc.header).get("x-note"), "set before failing");
+  t.is(new Headers(translated.header).get("x-note"), null);
+  t.is(new Headers(translated.trailer).get("x-note"), "set before failing");
+  t.is(new Headers(translated.trailer).get("grpc-status"), String(Code.Aborted));
+});
+
 test("the deadline: grpc-timeout becomes the handler's timeout, rounded up to whole milliseconds", async (t) => {
   const body = encodeEnvelope(0, message("Order.Created"));
   const jobOf = async (timeout: string) => {
@@ -134,6 +173,15 @@ test("the deadline: grpc-timeout becomes the handler's timeout, rounded up to wh
   t.deepEqual(await jobOf("2S"), { header: "2000", job: "running" });
   t.is((await jobOf("1500u")).header, "2");
   t.is((await jobOf("0n")).header, "0");
+});
+
+test("metadata a gRPC client names connect-* does not become the Connect call's protocol", async (t) => {
+  const body = encodeEnvelope(0, message("Order.Created"));
+  const twin = asConnectUnary(publishHandler.method, grpcRequest(body, { "connect-timeout-ms": "not a number", "x-custom": "kept" }), body);
+  t.is(twin?.header.get("connect-timeout-ms"), null);
+  t.is(twin?.header.get("x-custom"), "kept");
+  const answer = await read(await asGrpcResponse(await publishHandler(twin as UniversalServerRequest)));
+  t.is(new Headers(answer.trailer).get("grpc-status"), "0");
 });
 
 test("calls connect-es must answer itself are left to its gRPC handler", (t) => {
@@ -155,5 +203,6 @@ test("calls connect-es must answer itself are left to its gRPC handler", (t) => 
   const stream = router.handlers.find((handler) => handler.method.methodKind === "server_streaming");
   t.truthy(stream);
   t.true(left(grpcRequest(body), body, stream?.method), "a stream of answers");
+  t.true(left({ ...grpcRequest(body), method: "GET" }), "not a POST");
   t.false(left(grpcRequest(body, { "content-type": "application/grpc+proto", "grpc-encoding": "identity" })), "identity is no compression");
 });
