@@ -87,8 +87,8 @@ async function binaryMessages(framing: Framing, request: UniversalServerRequest,
   return messages;
 }
 
-/** Envelope flags: the message is compressed (with the request's grpc-encoding). */
-const COMPRESSED_FLAG = 0b01;
+/** Envelope flags: the message is compressed (with the grpc-encoding of the request or answer it is in). */
+export const COMPRESSED_FLAG = 0b01;
 /** Envelope header: a flags byte, then the message's length (32-bit big-endian). */
 const ENVELOPE_HEADER_BYTES = 5;
 

@@ -77,7 +77,7 @@ async function serve(handler: UniversalHandler, req: NodeRequest, res: NodeRespo
     if (malformed) facts.refusal = new ConnectError(malformed, Code.InvalidArgument);
   }
   if (facts.refusal) request = withEmptyMessage(request);
-  // A binary gRPC unary call is served as its Connect unary twin: same handler, a third of the CPU.
+  // A binary gRPC unary call is served as its Connect unary twin: same handler, a third of connect-es's per-call cost.
   const unary = facts.refusal ? undefined : asConnectUnary(handler.method, request, body);
   const response = unary ? await asGrpcResponse(await handler(unary)) : await handler(request);
   await universalResponseToNodeResponse(response, res as never);

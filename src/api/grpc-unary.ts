@@ -8,7 +8,7 @@ import {
 } from "@connectrpc/connect/protocol";
 import { codeFromHttpStatus, errorFromJsonBytes, trailerDemux } from "@connectrpc/connect/protocol-connect";
 import { contentTypeProto, grpcStatusOk, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { ACCEPTED_COMPRESSIONS, singleUncompressedMessage } from "./binary-message.js";
+import { ACCEPTED_COMPRESSIONS, COMPRESSED_FLAG, singleUncompressedMessage } from "./binary-message.js";
 
 /** The binary gRPC content types (gRPC-Web and gRPC with JSON are left to Connect). */
 const BINARY_GRPC = /^application\/grpc(\+proto)?$/i;
@@ -29,8 +29,6 @@ const GRPC_REQUEST_HEADERS = [
 const CONNECT_RESPONSE_HEADERS = ["content-type", "content-length", "content-encoding", "connect-protocol-version"];
 /** An error's JSON, decompressed, at most: the service's errors are a message and a few details. */
 const ERROR_JSON_MAX_BYTES = 1024 * 1024;
-/** Envelope flags: the message is compressed with the response's grpc-encoding. */
-const COMPRESSED_FLAG = 0b01;
 
 /**
  * A binary gRPC unary call, as the equivalent Connect unary call to the same
@@ -41,13 +39,14 @@ const COMPRESSED_FLAG = 0b01;
  *
  * Why: connect-es serves every gRPC call, unary ones included, through its
  * streaming pipeline, a dozen async generators per call, which costs about
- * three times the CPU of its Connect unary handler for the same call. The
- * publish RPC of an internal service is mostly this. Served as a Connect
- * unary call, it keeps the router's interceptors (auth, limits, logging,
- * metrics, tracing), validation and error mapping: only the framing differs,
- * and `asGrpcResponse` puts the answer back into gRPC's. A handler sees the
- * call as Connect's (`protocolName` "connect", a Connect content type, no
- * `grpc-*` headers); none here reads them.
+ * three times the CPU of its Connect unary handler for the same call, and an
+ * internal service's traffic is mostly the publish RPC, a unary call. Served
+ * as a Connect unary call, it keeps the router's interceptors (auth, limits,
+ * logging, metrics, tracing), validation and error mapping: only the framing
+ * differs, and `asGrpcResponse` puts the answer back into gRPC's. A handler
+ * sees the call as Connect's (`protocolName` "connect", a Connect content
+ * type, without the gRPC headers listed in GRPC_REQUEST_HEADERS); none here
+ * reads them.
  */
 export function asConnectUnary(method: DescMethod, request: UniversalServerRequest, body: Uint8Array): UniversalServerRequest | undefined {
   if (method.methodKind !== "unary" || request.method !== "POST") return undefined;

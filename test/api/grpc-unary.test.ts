@@ -1,4 +1,7 @@
-import { gunzipSync } from "node:zlib";
+import { once } from "node:events";
+import { connect as connectHttp2, createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
+import type { AddressInfo } from "node:net";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
 import {
@@ -11,6 +14,7 @@ import {
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import test from "ava";
 import { ACCEPTED_COMPRESSIONS } from "../../src/api/binary-message.js";
+import { createConnectAdapter } from "../../src/api/connect-adapter.js";
 import { asConnectUnary, asGrpcResponse } from "../../src/api/grpc-unary.js";
 import {
   EventService,
@@ -20,9 +24,11 @@ import {
 } from "../../src/gen/webhooks/v1/event_service_pb.js";
 
 /**
- * A gRPC unary call served as its Connect unary twin answers exactly what
+ * A gRPC unary call served as its Connect unary twin answers what
  * connect-es's own gRPC handler answers: the same message, the same status,
- * message, details and metadata in the trailers.
+ * message, details and metadata in the trailers. (connect-es also names
+ * grpc-encoding on an answer it did not compress; the twin names it only on
+ * a compressed one, which gRPC allows.)
  */
 
 const router = createConnectRouter({ acceptCompression: ACCEPTED_COMPRESSIONS });
@@ -138,6 +144,11 @@ test("a large answer is compressed with what the client accepts, as connect-es's
   t.is(new Headers(translated.header).get("grpc-encoding"), "gzip");
   t.deepEqual(gunzipSync(translated.body.subarray(5)), gunzipSync(grpc.body.subarray(5)));
   t.is(fromBinary(PublishEventResponseSchema, gunzipSync(translated.body.subarray(5))).jobIds.length, 100);
+  // A small answer is not compressed, accepted or not.
+  const small = await bothWays(encodeEnvelope(0, message("Order.Created")), accepts);
+  t.deepEqual(small.translated.trailer, small.grpc.trailer);
+  t.deepEqual(small.translated.body, small.grpc.body);
+  t.is(small.translated.body[0], 0);
   // Without grpc-accept-encoding, nothing is compressed.
   const plain = await bothWays(encodeEnvelope(0, message("Order.Many")));
   t.deepEqual(plain.translated, plain.grpc);
@@ -170,7 +181,7 @@ test("the deadline: grpc-timeout becomes the handler's timeout, rounded up to wh
       job: fromBinary(PublishEventResponseSchema, answer.body.subarray(5)).jobIds[0],
     };
   };
-  t.deepEqual(await jobOf("2S"), { header: "2000", job: "running" });
+  t.deepEqual(await jobOf("60S"), { header: "60000", job: "running" });
   t.is((await jobOf("1500u")).header, "2");
   t.is((await jobOf("0n")).header, "0");
 });
@@ -205,4 +216,48 @@ test("calls connect-es must answer itself are left to its gRPC handler", (t) => 
   t.true(left(grpcRequest(body), body, stream?.method), "a stream of answers");
   t.true(left({ ...grpcRequest(body), method: "GET" }), "not a POST");
   t.false(left(grpcRequest(body, { "content-type": "application/grpc+proto", "grpc-encoding": "identity" })), "identity is no compression");
+});
+
+test("the adapter serves a binary gRPC unary call as Connect, and a compressed one through connect-es's gRPC path", async (t) => {
+  const seen: string[] = [];
+  const recording = createConnectRouter({ acceptCompression: ACCEPTED_COMPRESSIONS });
+  recording.service(EventService, {
+    async publishEvent(_request, context) {
+      seen.push(context.protocolName);
+      return create(PublishEventResponseSchema, { jobIds: ["j1"] });
+    },
+  });
+  const adapter = createConnectAdapter(recording.handlers, {
+    maxBodyBytes: 1024 * 1024,
+    fallback: (_req, res) => res.end(),
+  });
+  const server = createHttp2Server(adapter as (req: Http2ServerRequest, res: Http2ServerResponse) => void);
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const client = connectHttp2(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  t.teardown(() => {
+    client.close();
+    server.close();
+  });
+  const call = (body: Uint8Array, headers: Record<string, string>) =>
+    new Promise<string | undefined>((resolve, reject) => {
+      const stream = client.request({
+        ":method": "POST",
+        ":path": publishHandler.requestPath,
+        "content-type": "application/grpc",
+        te: "trailers",
+        ...headers,
+      });
+      let status: string | undefined;
+      stream.on("trailers", (trailers) => {
+        status = trailers["grpc-status"] as string | undefined;
+      });
+      stream.on("error", reject);
+      stream.on("close", () => resolve(status));
+      stream.resume();
+      stream.end(body);
+    });
+  t.is(await call(encodeEnvelope(0, message("Order.Created")), {}), "0");
+  t.is(await call(encodeEnvelope(1, gzipSync(message("Order.Created"))), { "grpc-encoding": "gzip" }), "0");
+  t.deepEqual(seen, ["connect", "grpc"]);
 });

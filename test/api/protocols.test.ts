@@ -72,6 +72,7 @@ function rawGrpc(port: number, path: string, message: Uint8Array, headers: Recor
       trailers = h;
     });
     stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    client.on("error", reject);
     stream.on("error", reject);
     stream.on("close", () => {
       client.close();
