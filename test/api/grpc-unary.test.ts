@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { connect as connectHttp2, createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
+import { createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
@@ -22,6 +22,7 @@ import {
   PublishEventResponseSchema,
   RegisterEventTypeResponseSchema,
 } from "../../src/gen/webhooks/v1/event_service_pb.js";
+import { grpcOverHttp2 } from "../helpers/grpc.js";
 
 /**
  * A gRPC unary call served as its Connect unary twin answers what
@@ -234,29 +235,10 @@ test("the adapter serves a binary gRPC unary call as Connect, and a compressed o
   const server = createHttp2Server(adapter as (req: Http2ServerRequest, res: Http2ServerResponse) => void);
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
-  const client = connectHttp2(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-  t.teardown(() => {
-    client.close();
-    server.close();
-  });
-  const call = (body: Uint8Array, headers: Record<string, string>) =>
-    new Promise<string | undefined>((resolve, reject) => {
-      const stream = client.request({
-        ":method": "POST",
-        ":path": publishHandler.requestPath,
-        "content-type": "application/grpc",
-        te: "trailers",
-        ...headers,
-      });
-      let status: string | undefined;
-      stream.on("trailers", (trailers) => {
-        status = trailers["grpc-status"] as string | undefined;
-      });
-      stream.on("error", reject);
-      stream.on("close", () => resolve(status));
-      stream.resume();
-      stream.end(body);
-    });
+  t.teardown(() => server.close());
+  const port = (server.address() as AddressInfo).port;
+  const call = async (body: Uint8Array, headers: Record<string, string>) =>
+    (await grpcOverHttp2(port, publishHandler.requestPath, body, headers)).trailers["grpc-status"];
   t.is(await call(encodeEnvelope(0, message("Order.Created")), {}), "0");
   t.is(await call(encodeEnvelope(1, gzipSync(message("Order.Created"))), { "grpc-encoding": "gzip" }), "0");
   t.deepEqual(seen, ["connect", "grpc"]);

@@ -1,4 +1,3 @@
-import { connect as connectHttp2, type IncomingHttpHeaders } from "node:http2";
 import { gunzipSync } from "node:zlib";
 import { create, type DescMessage, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
@@ -15,7 +14,7 @@ import {
   ListEventsResponseSchema,
   SubscriptionService,
 } from "../../src/gen/webhooks/v1/subscription_service_pb.js";
-import { grpcCall } from "../helpers/grpc.js";
+import { grpcCall, grpcOverHttp2 } from "../helpers/grpc.js";
 import { Receiver } from "../helpers/receiver.js";
 import { API_KEY, sharedService } from "../helpers/service.js";
 
@@ -57,38 +56,13 @@ test("gRPC (@grpc/grpc-js): a wrong key is UNAUTHENTICATED, an unknown event INV
   t.regex((invalid as grpc.ServiceError).details, /unknown event/);
 });
 
-/** A gRPC unary call framed by hand over HTTP/2, as any client's library frames it: what comes back, unparsed. */
-function rawGrpc(port: number, path: string, message: Uint8Array, headers: Record<string, string>) {
-  const client = connectHttp2(`http://127.0.0.1:${port}`);
-  return new Promise<{ headers: IncomingHttpHeaders; trailers: IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
-    const stream = client.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...headers });
-    let answered: IncomingHttpHeaders = {};
-    let trailers: IncomingHttpHeaders = {};
-    const chunks: Buffer[] = [];
-    stream.on("response", (h) => {
-      answered = h;
-    });
-    stream.on("trailers", (h) => {
-      trailers = h;
-    });
-    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-    client.on("error", reject);
-    stream.on("error", reject);
-    stream.on("close", () => {
-      client.close();
-      resolve({ headers: answered, trailers, body: Buffer.concat(chunks) });
-    });
-    stream.end(encodeEnvelope(0, message));
-  });
-}
-
 test("gRPC framed by hand: a large answer comes gzipped when the client accepts gzip; a refusal's status in the trailers", async (t) => {
   const path = "/webhooks.v1.SubscriptionService/CreateSubscription";
   const request = toBinary(
     CreateSubscriptionRequestSchema,
     create(CreateSubscriptionRequestSchema, { event: "Order.Shipped", url: receiver.url, description: "d".repeat(1000) }),
   );
-  const accepted = await rawGrpc(running.service.port, path, request, {
+  const accepted = await grpcOverHttp2(running.service.port, path, encodeEnvelope(0, request), {
     authorization: `Bearer ${API_KEY}`,
     "grpc-accept-encoding": "gzip",
   });
@@ -98,11 +72,11 @@ test("gRPC framed by hand: a large answer comes gzipped when the client accepts 
   const answer = fromBinary(CreateSubscriptionResponseSchema, gunzipSync(accepted.body.subarray(5)));
   t.is(answer.subscription?.description.length, 1000);
 
-  const plain = await rawGrpc(running.service.port, path, request, { authorization: `Bearer ${API_KEY}` });
+  const plain = await grpcOverHttp2(running.service.port, path, encodeEnvelope(0, request), { authorization: `Bearer ${API_KEY}` });
   t.is(plain.trailers["grpc-status"], "0");
   t.is(plain.body[0], 0, "nothing accepted, nothing compressed");
 
-  const refused = await rawGrpc(running.service.port, path, request, { authorization: "Bearer wrong-key" });
+  const refused = await grpcOverHttp2(running.service.port, path, encodeEnvelope(0, request), { authorization: "Bearer wrong-key" });
   t.is(refused.trailers["grpc-status"] ?? refused.headers["grpc-status"], String(grpc.status.UNAUTHENTICATED));
   t.is(refused.body.byteLength, 0);
 });

@@ -1,3 +1,4 @@
+import { connect as connectHttp2, type IncomingHttpHeaders } from "node:http2";
 import { create, type DescMessage, fromBinary, type MessageInitShape, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import type { GenService } from "@bufbuild/protobuf/codegenv2";
 import * as grpc from "@grpc/grpc-js";
@@ -62,5 +63,38 @@ export function grpcRawCall(
       client.close();
       resolve(status);
     });
+  });
+}
+
+/**
+ * A gRPC unary call framed by hand over HTTP/2 (`body`: its envelopes, as
+ * any client's library frames them): what comes back, unparsed.
+ */
+export function grpcOverHttp2(
+  port: number,
+  path: string,
+  body: Uint8Array,
+  headers: Record<string, string>,
+): Promise<{ headers: IncomingHttpHeaders; trailers: IncomingHttpHeaders; body: Buffer }> {
+  const client = connectHttp2(`http://127.0.0.1:${port}`);
+  return new Promise((resolve, reject) => {
+    const stream = client.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...headers });
+    let answered: IncomingHttpHeaders = {};
+    let trailers: IncomingHttpHeaders = {};
+    const chunks: Buffer[] = [];
+    stream.on("response", (h) => {
+      answered = h;
+    });
+    stream.on("trailers", (h) => {
+      trailers = h;
+    });
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    client.on("error", reject);
+    stream.on("error", reject);
+    stream.on("close", () => {
+      client.close();
+      resolve({ headers: answered, trailers, body: Buffer.concat(chunks) });
+    });
+    stream.end(body);
   });
 }
