@@ -3,6 +3,7 @@ import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { isGrpcRequest, malformedMessage, withEmptyMessage } from "./binary-message.js";
 import { edgeContextValues, edgeFactsOf } from "./edge-facts.js";
+import { withSpecGrpcMessage } from "./grpc-message.js";
 import { asConnectUnary, asGrpcResponse } from "./grpc-unary.js";
 import { discardBody, HttpError, type NodeRequest, readBody } from "./http-body.js";
 import { type NodeResponse, writeError } from "./rest-gateway.js";
@@ -52,7 +53,7 @@ async function serve(handler: UniversalHandler, req: NodeRequest, res: NodeRespo
     // A stream of requests (server reflection) is read as it comes: its client waits for each answer before
     // asking again. The router limits each message to maxBodyBytes.
     await universalResponseToNodeResponse(
-      await handler(universalRequestFromNodeRequest(req, res as never, undefined, edgeContextValues(facts))),
+      withSpecGrpcMessage(await handler(universalRequestFromNodeRequest(req, res as never, undefined, edgeContextValues(facts))), false),
       res as never,
     );
     return;
@@ -80,5 +81,5 @@ async function serve(handler: UniversalHandler, req: NodeRequest, res: NodeRespo
   // A binary gRPC unary call is served as its Connect unary twin: same handler, a third of connect-es's per-call cost.
   const unary = facts.refusal ? undefined : asConnectUnary(handler.method, request, body);
   const response = unary ? await asGrpcResponse(await handler(unary)) : await handler(request);
-  await universalResponseToNodeResponse(response, res as never);
+  await universalResponseToNodeResponse(withSpecGrpcMessage(response, unary !== undefined), res as never);
 }

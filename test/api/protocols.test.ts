@@ -1,4 +1,4 @@
-import { gunzipSync } from "node:zlib";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { create, type DescMessage, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { encodeEnvelope } from "@connectrpc/connect/protocol";
@@ -17,6 +17,9 @@ import {
 import { grpcCall, grpcOverHttp2 } from "../helpers/grpc.js";
 import { Receiver } from "../helpers/receiver.js";
 import { API_KEY, sharedService } from "../helpers/service.js";
+
+/** The service's answer to a subscription to an event it does not know: printable, with `;` and `/` in it. */
+const UNKNOWN_EVENT = 'unknown event "No.Such"; GET /api/webhookSubscription/events lists the available events';
 
 // Protocol tests need one service; the store matrix is covered by the flow tests.
 const running = sharedService(test);
@@ -53,7 +56,27 @@ test("gRPC (@grpc/grpc-js): a wrong key is UNAUTHENTICATED, an unknown event INV
     grpc_("CreateSubscription", CreateSubscriptionRequestSchema, CreateSubscriptionResponseSchema, { event: "No.Such", url: receiver.url }),
   );
   t.is((invalid as grpc.ServiceError).code, grpc.status.INVALID_ARGUMENT);
-  t.regex((invalid as grpc.ServiceError).details, /unknown event/);
+  // grpc-message is percent-encoded as the gRPC spec says, so grpc-js (which decodes it with decodeURI) reads it as written.
+  t.is((invalid as grpc.ServiceError).details, UNKNOWN_EVENT);
+});
+
+test("gRPC framed by hand: grpc-message is percent-encoded as the gRPC spec says, on the translated path and on connect-es's own", async (t) => {
+  const path = "/webhooks.v1.SubscriptionService/CreateSubscription";
+  const request = encodeEnvelope(
+    0,
+    toBinary(CreateSubscriptionRequestSchema, create(CreateSubscriptionRequestSchema, { event: "No.Such", url: receiver.url })),
+  );
+  // Printable ASCII other than % as it is; anything else, and %, as %XX of its UTF-8 bytes.
+  const unary = await grpcOverHttp2(running.service.port, path, request, { authorization: `Bearer ${API_KEY}` });
+  t.is(unary.trailers["grpc-status"], String(grpc.status.INVALID_ARGUMENT));
+  t.is(unary.trailers["grpc-message"], UNKNOWN_EVENT);
+  // A compressed call is served by connect-es's gRPC handler, whose trailers are set as its body ends.
+  const compressed = await grpcOverHttp2(running.service.port, path, encodeEnvelope(1, gzipSync(request.subarray(5))), {
+    authorization: `Bearer ${API_KEY}`,
+    "grpc-encoding": "gzip",
+  });
+  t.is(compressed.trailers["grpc-status"], String(grpc.status.INVALID_ARGUMENT));
+  t.is(compressed.trailers["grpc-message"], UNKNOWN_EVENT);
 });
 
 test("gRPC framed by hand: a large answer comes gzipped when the client accepts gzip; a refusal's status in the trailers", async (t) => {
@@ -104,5 +127,10 @@ for (const [name, makeTransport] of Object.entries(transports)) {
     t.regex(jobId, /^ntf_/);
     const error = await t.throwsAsync(client.listEvents({}, { headers: { authorization: "Bearer wrong-key" } }));
     t.is(ConnectError.from(error).code, Code.Unauthenticated);
+    const unknown = ConnectError.from(
+      await t.throwsAsync(client.createSubscription({ event: "No.Such", url: receiver.url }, { headers: auth })),
+    );
+    t.is(unknown.code, Code.InvalidArgument);
+    t.is(unknown.rawMessage, UNKNOWN_EVENT);
   });
 }

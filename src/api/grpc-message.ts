@@ -1,0 +1,59 @@
+import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
+
+/**
+ * grpc-message as the gRPC spec percent-encodes it: every byte of its UTF-8
+ * outside printable ASCII (0x20–0x7E), and `%` itself, as `%XX`.
+ *
+ * connect-es encodes it with `encodeURIComponent`, which also encodes
+ * printable characters such as `;`, `/` and `:`; @grpc/grpc-js decodes it
+ * with `decodeURI`, which leaves those encoded, so its users would read
+ * `%3B` for `;`. A message encoded as the spec says decodes to the same
+ * text with either function, and with every other gRPC library's decoder.
+ */
+export function specEncodedGrpcMessage(connectEncoded: string): string {
+  let text: string;
+  try {
+    text = decodeURIComponent(connectEncoded);
+  } catch {
+    return connectEncoded; // not percent-encoded as connect-es does it: left as it came
+  }
+  let encoded = "";
+  for (const byte of Buffer.from(text, "utf8")) {
+    encoded +=
+      byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return encoded;
+}
+
+/**
+ * A gRPC answer (not gRPC-Web, whose trailers are in its body) with its
+ * grpc-message encoded as the spec says. connect-es sets the trailers of a
+ * call it serves itself as its body ends, so the body is wrapped to re-encode
+ * them then; `complete` says the trailers are already final (a translated
+ * unary call's), which spares the wrapper.
+ */
+export function withSpecGrpcMessage(response: UniversalServerResponse, complete: boolean): UniversalServerResponse {
+  const { trailer, body } = response;
+  if (!trailer || !isGrpcAnswer(response.header)) return response;
+  if (complete || !body) {
+    reencode(trailer);
+    return response;
+  }
+  return {
+    ...response,
+    body: (async function* () {
+      yield* body;
+      reencode(trailer);
+    })(),
+  };
+}
+
+function isGrpcAnswer(header: UniversalServerResponse["header"]): boolean {
+  const type = new Headers(header).get("content-type") ?? "";
+  return type === "application/grpc" || type.startsWith("application/grpc+");
+}
+
+function reencode(trailer: Headers): void {
+  const message = trailer.get("grpc-message");
+  if (message) trailer.set("grpc-message", specEncodedGrpcMessage(message));
+}
