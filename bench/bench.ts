@@ -392,12 +392,17 @@ async function runStore(
       return ids;
     };
     const publisher = await child("publisher.ts");
-    const publish = (event: string, count: number, rate: number, concurrency: number, forClient = clientId) =>
-      ask<{ notifications: number; errors: number; durationMs: number }>(
+    const publish = async (event: string, count: number, rate: number, concurrency: number, forClient = clientId) => {
+      const done = await ask<{ notifications: number; errors: number; durationMs: number }>(
         publisher.process,
         { type: "run", port, adminToken: ADMIN, clientId: forClient, event, count, rate, concurrency },
         "done",
       );
+      // A refused publish makes no notification, so it is not lost; but a scenario that publishes
+      // fewer events than it meant to does not measure what it says.
+      if (done.errors > 0) console.error(`  ! ${done.errors} of ${count} publishes of ${event} failed`);
+      return done;
+    };
     /**
      * The receipts of this scenario's subscriptions (their paths start with `tag`), once `expected`
      * arrived or `timeoutMs` passed: an earlier scenario's retries still arriving are not its own.
