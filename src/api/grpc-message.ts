@@ -15,7 +15,7 @@ export function specEncodedGrpcMessage(connectEncoded: string): string {
   try {
     text = decodeURIComponent(connectEncoded);
   } catch {
-    return connectEncoded; // not percent-encoded as connect-es does it: left as it came
+    text = connectEncoded; // not percent-encoded as connect-es does it: sent as the text it is
   }
   let encoded = "";
   for (const byte of Buffer.from(text, "utf8")) {
@@ -34,11 +34,12 @@ export function specEncodedGrpcMessage(connectEncoded: string): string {
  */
 export function withSpecGrpcMessage(response: UniversalServerResponse, complete: boolean): UniversalServerResponse {
   const { trailer, body } = response;
-  if (!trailer || !isGrpcAnswer(response.header)) return response;
   if (complete || !body) {
-    reencode(trailer);
+    // Most answers are successes, with no message to re-encode.
+    if (trailer?.has("grpc-message") && isGrpcAnswer(response.header)) reencode(trailer);
     return response;
   }
+  if (!trailer || !isGrpcAnswer(response.header)) return response;
   return {
     ...response,
     body: (async function* () {
@@ -49,7 +50,7 @@ export function withSpecGrpcMessage(response: UniversalServerResponse, complete:
 }
 
 function isGrpcAnswer(header: UniversalServerResponse["header"]): boolean {
-  const type = new Headers(header).get("content-type") ?? "";
+  const type = (header instanceof Headers ? header : new Headers(header)).get("content-type") ?? "";
   return type === "application/grpc" || type.startsWith("application/grpc+");
 }
 

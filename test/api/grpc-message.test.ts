@@ -20,6 +20,7 @@ for (const text of texts) {
   });
 }
 
-test("a value that is not percent-encoded as connect-es does it is left as it came", (t) => {
-  t.is(specEncodedGrpcMessage("50%"), "50%");
+test("a value that is not percent-encoded as connect-es does it is sent as the text it is", (t) => {
+  t.is(specEncodedGrpcMessage("50%"), "50%25");
+  t.is(decodeURI(specEncodedGrpcMessage("50%")), "50%");
 });
