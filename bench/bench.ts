@@ -126,15 +126,21 @@ function child(script: string): Promise<{ process: ChildProcess; ready: Record<s
   return new Promise((resolve) => proc.once("message", (ready) => resolve({ process: proc, ready: ready as Record<string, unknown> })));
 }
 
+/** Sends `message` to a child and answers its `reply`; fails if the child exits first. */
 function ask<T>(proc: ChildProcess, message: object, reply: string): Promise<T> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const onMessage = (m: { type: string }) => {
-      if (m.type === reply) {
-        proc.off("message", onMessage);
-        resolve(m as T);
-      }
+      if (m.type !== reply) return;
+      proc.off("message", onMessage);
+      proc.off("exit", onExit);
+      resolve(m as T);
+    };
+    const onExit = (code: number | null, signal: string | null) => {
+      proc.off("message", onMessage);
+      reject(new Error(`${proc.spawnargs.at(-1)} exited (${signal ?? code}) before it answered ${reply}`));
     };
     proc.on("message", onMessage);
+    proc.once("exit", onExit);
     proc.send(message);
   });
 }
@@ -393,14 +399,14 @@ async function runStore(
     };
     const publisher = await child("publisher.ts");
     const publish = async (event: string, count: number, rate: number, concurrency: number, forClient = clientId) => {
-      const done = await ask<{ notifications: number; errors: number; durationMs: number }>(
+      const done = await ask<{ notifications: number; errors: number; failure: string; durationMs: number }>(
         publisher.process,
         { type: "run", port, adminToken: ADMIN, clientId: forClient, event, count, rate, concurrency },
         "done",
       );
       // A refused publish makes no notification, so it is not lost; but a scenario that publishes
       // fewer events than it meant to does not measure what it says.
-      if (done.errors > 0) console.error(`  ! ${done.errors} of ${count} publishes of ${event} failed`);
+      if (done.errors > 0) console.error(`  ! ${done.errors} of ${count} publishes of ${event} failed, the last with ${done.failure}`);
       return done;
     };
     /**

@@ -4,11 +4,12 @@
  *
  * It shares the machine with the service it measures, so it is lean: each call
  * is one gRPC unary call framed by hand on a single HTTP/2 connection, with the
- * headers @grpc/grpc-js sends, so the service sees the same call and does the
- * same work. @grpc/grpc-js costs about 1.7 times its CPU per call at a paced
+ * headers @grpc/grpc-js sends (but its user-agent), so the service sees the same
+ * call and does the same work (an answer of 1 KiB or more comes back gzipped). @grpc/grpc-js costs about 1.7 times its CPU per call at a paced
  * 1,000 calls/s; BENCH_PUBLISHER=grpc-js publishes with it instead, to compare.
  */
 import { type ClientHttp2Session, connect, constants } from "node:http2";
+import { gunzipSync, inflateSync } from "node:zlib";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import {
@@ -31,6 +32,9 @@ interface Run {
 
 const METHOD = "/webhooks.v1.EventService/PublishEvent";
 
+/** Why the last failed publish failed, for the bench to show. */
+let failure = "";
+
 /** One publish: the number of notifications it made, or -1 when it failed. */
 type Publish = (request: PublishEventRequest) => Promise<number>;
 
@@ -46,7 +50,10 @@ function grpcJsPublisher(run: Run): { publish: Publish; close(): void } {
         (b: Buffer) => fromBinary(PublishEventResponseSchema, b),
         request,
         metadata,
-        (error, value) => resolve(error ? -1 : (value?.jobIds.length ?? 0)),
+        (error, value) => {
+          if (error) failure = `${error.code}: ${error.details}`;
+          resolve(error ? -1 : (value?.jobIds.length ?? 0));
+        },
       );
     });
   return { publish, close: () => client.close() };
@@ -80,24 +87,54 @@ function http2Publisher(run: Run): { publish: Publish; close(): void } {
       frame.writeUInt32BE(message.length, 1);
       frame.set(message, 5);
       let status: string | undefined;
+      let encoding: string | undefined;
       const chunks: Buffer[] = [];
       const stream = open().request(headers);
       stream.on("response", (h) => {
+        encoding = h["grpc-encoding"] as string | undefined;
         status = h["grpc-status"] as string | undefined; // a trailers-only answer
       });
       stream.on("trailers", (h) => {
         status = h["grpc-status"] as string | undefined;
+        if (status !== "0") failure = `grpc-status ${status}: ${h["grpc-message"]}`;
       });
+      // No grpc-timeout, as grpc-js sends none without a deadline; but a call the service never answers fails.
+      stream.setTimeout(60_000, () => stream.close(constants.NGHTTP2_CANCEL));
       stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-      stream.on("error", () => {});
+      stream.on("error", (error) => {
+        failure = error.message;
+      });
       stream.on("close", () => {
-        const body = Buffer.concat(chunks);
-        if (status !== "0" || body.length < 5 || body[0] !== 0) return resolve(-1);
-        resolve(fromBinary(PublishEventResponseSchema, body.subarray(5, 5 + body.readUInt32BE(1))).jobIds.length);
+        const jobs = status === "0" ? jobCount(Buffer.concat(chunks), encoding) : -1;
+        if (jobs < 0 && status === "0") failure = "an answer that is not one PublishEvent response";
+        else if (jobs < 0 && !failure) failure = `grpc-status ${status}`;
+        resolve(jobs);
       });
       stream.end(frame);
     });
   return { publish, close: () => session?.close() };
+}
+
+/**
+ * The number of notifications in a PublishEvent answer: one envelope, compressed
+ * (an answer of 1 KiB or more, as with many subscribers) with `encoding`; -1 if it is not one.
+ */
+function jobCount(body: Buffer, encoding: string | undefined): number {
+  try {
+    if (body.length < 5 || body.length !== 5 + body.readUInt32BE(1)) return -1;
+    const compressed = body[0] === 1;
+    const message = body.subarray(5);
+    const bytes = !compressed
+      ? message
+      : encoding === "gzip"
+        ? gunzipSync(message)
+        : encoding === "deflate"
+          ? inflateSync(message)
+          : undefined;
+    return bytes ? fromBinary(PublishEventResponseSchema, bytes).jobIds.length : -1;
+  } catch {
+    return -1;
+  }
 }
 
 process.on("message", async (run: Run) => {
@@ -129,6 +166,6 @@ process.on("message", async (run: Run) => {
   };
   await Promise.all(Array.from({ length: run.concurrency }, worker));
   publisher.close();
-  process.send?.({ type: "done", published: run.count - errors, notifications, errors, durationMs: Date.now() - started });
+  process.send?.({ type: "done", published: run.count - errors, notifications, errors, failure, durationMs: Date.now() - started });
 });
 process.send?.({ type: "ready" });
