@@ -1,4 +1,5 @@
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { contentTypeRegExp } from "@connectrpc/connect/protocol-grpc";
 
 /**
  * grpc-message as the gRPC spec percent-encodes it: every byte of its UTF-8
@@ -49,9 +50,9 @@ export function withSpecGrpcMessage(response: UniversalServerResponse, complete:
   };
 }
 
+/** An answer in gRPC's content type, as connect-es defines it (gRPC-Web's is another). */
 function isGrpcAnswer(header: UniversalServerResponse["header"]): boolean {
-  const type = (header instanceof Headers ? header : new Headers(header)).get("content-type") ?? "";
-  return type === "application/grpc" || type.startsWith("application/grpc+");
+  return contentTypeRegExp.test((header instanceof Headers ? header : new Headers(header)).get("content-type") ?? "");
 }
 
 function reencode(trailer: Headers): void {
