@@ -22,6 +22,7 @@ import pg from "pg";
 import { Agent } from "undici";
 import { signBody } from "../src/domain/signature.js";
 import { generateEd25519KeyPair, standardWebhooksHeaders } from "../src/domain/standard-webhooks.js";
+import { type GcPauses, gcPausesBetween, gcPausesOf } from "./gc-pauses.js";
 import { SCHEMES, type Scheme, type SchemeFigures, schemeTable } from "./schemes.js";
 import { median, slowest, steadyRate, summarise } from "./stats.js";
 import { type Figure, summary, verdicts } from "./targets.js";
@@ -425,6 +426,10 @@ async function runStore(
     };
 
     /** Waits (up to 60 s) until the service has nothing pending, as /metrics says (with metrics off, it cannot tell). */
+    /** The service's GC pauses so far, for a phase's detail line; undefined with metrics off, or details not asked for. */
+    const gcPausesNow = async (): Promise<GcPauses | undefined> =>
+      metricsOn && process.env.BENCH_LATENCY_DETAIL ? gcPausesOf(await (await fetch(`${base}/metrics`)).text()) : undefined;
+
     const drained = async () => {
       if (!metricsOn) return;
       const deadline = Date.now() + 60_000;
@@ -460,6 +465,7 @@ async function runStore(
         receiver.send({ type: "reset" });
         const cpuBefore = await processCpuMs(service.pid);
         const mainBefore = (await mainThreadSince(service.pid)).now;
+        const gcBefore = await gcPausesNow();
         const machineBefore = { busyMs: await machineBusyMs(), at: performance.now() };
         const sent = await publish(event, rate * SIZE.latencySeconds, rate, Math.max(16, rate / 10));
         const { records } = await collect(sent.notifications, 60_000, tag);
@@ -468,10 +474,12 @@ async function runStore(
         if (process.env.BENCH_LATENCY_DETAIL) {
           const cpu = (((await processCpuMs(service.pid)) - cpuBefore) * 1000) / got.count;
           const main = (await mainThreadSince(service.pid, mainBefore)).text;
+          const gcAfter = await gcPausesNow();
+          const gc = gcBefore && gcAfter ? `; ${gcPausesBetween(gcBefore, gcAfter)}` : "";
           // The whole machine's CPUs, busy with every process on it (the bench's own included).
           const busy = ((await machineBusyMs()) - machineBefore.busyMs) / ((performance.now() - machineBefore.at) * cpus().length);
           console.error(
-            `  ${tag} phase ${repeat + 1}: p50 ${got.p50} p95 ${got.p95} p99 ${got.p99} max ${got.max} ms (${got.count}); service CPU ${Math.round(cpu)} µs per event${main}; machine ${Math.round(busy * 100)} % busy; ${slowest(records)}`,
+            `  ${tag} phase ${repeat + 1}: p50 ${got.p50} p95 ${got.p95} p99 ${got.p99} max ${got.max} ms (${got.count}); service CPU ${Math.round(cpu)} µs per event${main}; machine ${Math.round(busy * 100)} % busy${gc}; ${slowest(records)}`,
           );
         }
         p99s.push(got.p99);
