@@ -47,7 +47,7 @@ const ADMIN = "bench-admin-token-0123456789";
 const SERVICE_ENTRY = process.env.BENCH_SERVICE ?? "dist/main.js";
 const SERVICE_PRELOAD = resolve(dirname(SERVICE_ENTRY), "thread-pool.cjs");
 /** As `npm start` runs it: with its build's thread-pool preload (if that build has one). */
-const SERVICE_NODE_ARGS = [...(existsSync(SERVICE_PRELOAD) ? ["--require", SERVICE_PRELOAD] : []), "--max-semi-space-size=32"];
+const SERVICE_NODE_ARGS = [...(existsSync(SERVICE_PRELOAD) ? ["--require", SERVICE_PRELOAD] : []), "--max-semi-space-size=16"];
 /** The environment `npm start` gives it (glibc's malloc thresholds: see docs/performance.md, Memory). */
 const SERVICE_ENV = { MALLOC_MMAP_THRESHOLD_: "131072", MALLOC_TRIM_THRESHOLD_: "131072" };
 const MASTER = "ab".repeat(32);

@@ -22,7 +22,7 @@ export function startModuleWorker(moduleUrl: URL, callerUrl: string, options: Wo
 
 /**
  * V8 sizes every new isolate's young generation by `--max-semi-space-size`
- * when the process sets it (`npm start` gives the event loop 32 MB
+ * when the process sets it (`npm start` gives the event loop 16 MB
  * semi-spaces), and then ignores a worker's own
  * `resourceLimits.maxYoungGenerationSizeMb`. The flag is read only as an
  * isolate is made: clearing it leaves the threads already running as they
