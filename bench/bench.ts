@@ -425,11 +425,11 @@ async function runStore(
       return last;
     };
 
-    /** Waits (up to 60 s) until the service has nothing pending, as /metrics says (with metrics off, it cannot tell). */
     /** The service's GC pauses so far, for a phase's detail line; undefined with metrics off, or details not asked for. */
     const gcPausesNow = async (): Promise<GcPauses | undefined> =>
       metricsOn && process.env.BENCH_LATENCY_DETAIL ? gcPausesOf(await (await fetch(`${base}/metrics`)).text()) : undefined;
 
+    /** Waits (up to 60 s) until the service has nothing pending, as /metrics says (with metrics off, it cannot tell). */
     const drained = async () => {
       if (!metricsOn) return;
       const deadline = Date.now() + 60_000;

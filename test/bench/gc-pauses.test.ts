@@ -30,9 +30,25 @@ test("counts full and young pauses apart, with their time, and every pause over 
   t.is(after.young.count, 2);
   t.is(Math.round(after.young.ms), 15);
   t.is(after.over10ms, 3);
-  t.is(gcPausesBetween(before, after), "GC pauses: 2 full (22 ms), 2 young (15 ms), 3 of them over 10 ms");
+  t.is(gcPausesBetween(before, after), "GC pauses (at least): 2 full (22 ms), 2 young (15 ms), 3 of them over 10 ms");
 });
 
 test("a service without the histogram reads as no pauses", (t) => {
   t.deepEqual(gcPausesOf("# metrics off\n"), { full: { count: 0, ms: 0 }, young: { count: 0, ms: 0 }, over10ms: 0 });
+});
+
+test("pauses over 10 ms are unknown, not all of them, when the histogram has no 10 ms bucket", async (t) => {
+  const registry = new Registry();
+  const histogram = new Histogram({
+    name: "nodejs_gc_duration_seconds",
+    help: "Garbage collection duration by kind.",
+    labelNames: ["kind"],
+    buckets: [0.001, 0.1],
+    registers: [registry],
+  });
+  histogram.observe({ kind: "minor" }, 0.003);
+  const pauses = gcPausesOf(await registry.metrics());
+  t.is(pauses.young.count, 1);
+  t.true(Number.isNaN(pauses.over10ms));
+  t.regex(gcPausesBetween(gcPausesOf(""), pauses), /, \? of them over 10 ms$/);
 });
