@@ -463,21 +463,22 @@ async function runStore(
       let lost = await warmUp(event, tag, rate, Math.max(16, rate / 10));
       for (let repeat = 0; repeat < SIZE.repeats; repeat++) {
         receiver.send({ type: "reset" });
+        // Read before the phase's CPU starts counting: the service's answer to it is not the phase's work.
+        const gcBefore = await gcPausesNow();
         const cpuBefore = await processCpuMs(service.pid);
         const mainBefore = (await mainThreadSince(service.pid)).now;
-        const gcBefore = await gcPausesNow();
         const machineBefore = { busyMs: await machineBusyMs(), at: performance.now() };
         const sent = await publish(event, rate * SIZE.latencySeconds, rate, Math.max(16, rate / 10));
         const { records } = await collect(sent.notifications, 60_000, tag);
         const got = summarise(records.map((r) => r.latencyMs));
-        // BENCH_LATENCY_DETAIL=1 prints each phase's distribution, the service's CPU per event, how its main thread spent the phase and when the slowest arrived (for diagnosis).
+        // BENCH_LATENCY_DETAIL=1 prints each phase's distribution, the service's CPU per event, how its main thread spent the phase, its GC pauses and when the slowest arrived (for diagnosis).
         if (process.env.BENCH_LATENCY_DETAIL) {
           const cpu = (((await processCpuMs(service.pid)) - cpuBefore) * 1000) / got.count;
           const main = (await mainThreadSince(service.pid, mainBefore)).text;
-          const gcAfter = await gcPausesNow();
-          const gc = gcBefore && gcAfter ? `; ${gcPausesBetween(gcBefore, gcAfter)}` : "";
           // The whole machine's CPUs, busy with every process on it (the bench's own included).
           const busy = ((await machineBusyMs()) - machineBefore.busyMs) / ((performance.now() - machineBefore.at) * cpus().length);
+          const gcAfter = await gcPausesNow();
+          const gc = gcBefore && gcAfter ? `; ${gcPausesBetween(gcBefore, gcAfter)}` : "";
           console.error(
             `  ${tag} phase ${repeat + 1}: p50 ${got.p50} p95 ${got.p95} p99 ${got.p99} max ${got.max} ms (${got.count}); service CPU ${Math.round(cpu)} µs per event${main}; machine ${Math.round(busy * 100)} % busy${gc}; ${slowest(records)}`,
           );

@@ -49,5 +49,6 @@ export function gcPausesBetween(before: GcPauses, after: GcPauses): string {
   const ms = (value: number) => Math.round(value);
   const full = { count: after.full.count - before.full.count, ms: after.full.ms - before.full.ms };
   const young = { count: after.young.count - before.young.count, ms: after.young.ms - before.young.ms };
-  return `GC pauses (at least): ${full.count} full (${ms(full.ms)} ms), ${young.count} young (${ms(young.ms)} ms), ${Number.isNaN(after.over10ms - before.over10ms) ? "?" : after.over10ms - before.over10ms} of them over 10 ms`;
+  const over10ms = after.over10ms - before.over10ms;
+  return `GC pauses (at least): ${full.count} full (${ms(full.ms)} ms), ${young.count} young (${ms(young.ms)} ms), ${Number.isNaN(over10ms) ? "?" : over10ms} of them over 10 ms`;
 }

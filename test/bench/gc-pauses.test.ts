@@ -2,14 +2,17 @@ import test from "ava";
 import { Histogram, Registry } from "prom-client";
 import { gcPausesBetween, gcPausesOf } from "../../bench/gc-pauses.js";
 
-/** A registry holding the histogram prom-client's default metrics keep of GC pauses, as /metrics prints it. */
-function gcHistogram() {
+/**
+ * A registry holding the histogram prom-client's default metrics keep of GC
+ * pauses, as /metrics prints it; by default with prom-client's own buckets.
+ */
+function gcHistogram(buckets = [0.001, 0.01, 0.1, 1, 2, 5]) {
   const registry = new Registry();
   const histogram = new Histogram({
     name: "nodejs_gc_duration_seconds",
     help: "Garbage collection duration by kind, one of major, minor, incremental or weakcb.",
     labelNames: ["kind"],
-    buckets: [0.001, 0.01, 0.1, 1, 2, 5],
+    buckets,
     registers: [registry],
   });
   return { registry, pause: (kind: string, seconds: number) => histogram.observe({ kind }, seconds) };
@@ -38,15 +41,8 @@ test("a service without the histogram reads as no pauses", (t) => {
 });
 
 test("pauses over 10 ms are unknown, not all of them, when the histogram has no 10 ms bucket", async (t) => {
-  const registry = new Registry();
-  const histogram = new Histogram({
-    name: "nodejs_gc_duration_seconds",
-    help: "Garbage collection duration by kind.",
-    labelNames: ["kind"],
-    buckets: [0.001, 0.1],
-    registers: [registry],
-  });
-  histogram.observe({ kind: "minor" }, 0.003);
+  const { registry, pause } = gcHistogram([0.001, 0.1]);
+  pause("minor", 0.003);
   const pauses = gcPausesOf(await registry.metrics());
   t.is(pauses.young.count, 1);
   t.true(Number.isNaN(pauses.over10ms));
