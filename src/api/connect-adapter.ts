@@ -4,13 +4,15 @@ import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from
 import { isGrpcRequest, malformedMessage, withEmptyMessage } from "./binary-message.js";
 import { edgeContextValues, edgeFactsOf } from "./edge-facts.js";
 import { withSpecGrpcMessage } from "./grpc-message.js";
-import { asConnectUnary, asGrpcResponse } from "./grpc-unary.js";
+import { answerGrpcUnary, grpcUnaryCall, type UnaryMethod, writeGrpcAnswer } from "./grpc-unary.js";
 import { discardBody, HttpError, type NodeRequest, readBody } from "./http-body.js";
 import { type NodeResponse, writeError } from "./rest-gateway.js";
 import { universalRequest } from "./universal-request.js";
 
 export interface ConnectAdapterOptions {
   maxBodyBytes: number;
+  /** The router's unary methods by request path (recordingUnaryMethods), for binary gRPC calls to be served without connect-es's streaming pipeline; none: every call takes connect-es's path. */
+  unaryMethods?: ReadonlyMap<string, UnaryMethod>;
   /** Answers requests for paths no handler serves. */
   fallback: (req: NodeRequest, res: NodeResponse) => void;
 }
@@ -24,8 +26,8 @@ export interface ConnectAdapterOptions {
  * which only server reflection takes, are read as they come); a binary message that
  * does not parse is refused as invalid_argument (`malformedMessage`) before
  * any interceptor, auth included, runs; and a binary gRPC unary call is
- * served as the equivalent Connect unary call (`asConnectUnary`), which
- * connect-es handles without its streaming pipeline.
+ * answered by the same interceptors and implementation without connect-es's
+ * streaming pipeline (grpc-unary.ts).
  */
 export function createConnectAdapter(
   handlers: readonly UniversalHandler[],
@@ -40,20 +42,26 @@ export function createConnectAdapter(
     }
     // The handler answers every error of the call itself; what fails here is
     // reading from or writing to a client that went away.
-    serve(handler, req, res, options.maxBodyBytes).catch(() => {
+    serve(handler, options.unaryMethods?.get(handler.requestPath), req, res, options.maxBodyBytes).catch(() => {
       if (res.headersSent) res.destroy();
       else writeError(res, new HttpError(500, "internal", "internal error"));
     });
   };
 }
 
-async function serve(handler: UniversalHandler, req: NodeRequest, res: NodeResponse, maxBodyBytes: number): Promise<void> {
+async function serve(
+  handler: UniversalHandler,
+  unaryMethod: UnaryMethod | undefined,
+  req: NodeRequest,
+  res: NodeResponse,
+  maxBodyBytes: number,
+): Promise<void> {
   const facts = edgeFactsOf(req);
   if (handler.method.methodKind === "bidi_streaming" || handler.method.methodKind === "client_streaming") {
     // A stream of requests (server reflection) is read as it comes: its client waits for each answer before
     // asking again. The router limits each message to maxBodyBytes.
     await universalResponseToNodeResponse(
-      withSpecGrpcMessage(await handler(universalRequestFromNodeRequest(req, res as never, undefined, edgeContextValues(facts))), false),
+      withSpecGrpcMessage(await handler(universalRequestFromNodeRequest(req, res as never, undefined, edgeContextValues(facts)))),
       res as never,
     );
     return;
@@ -73,13 +81,16 @@ async function serve(handler: UniversalHandler, req: NodeRequest, res: NodeRespo
     body = new Uint8Array(0);
   }
   let request = universalRequest(req, res, body, edgeContextValues(facts));
+  // A binary gRPC unary call: parsed once, answered by the same interceptors and implementation, written as is.
+  const unary = facts.refusal ? undefined : grpcUnaryCall(unaryMethod, request, body);
+  if (unary) {
+    writeGrpcAnswer(res, await answerGrpcUnary(unary));
+    return;
+  }
   if (!facts.refusal) {
     const malformed = await malformedMessage(handler.method.input, request, body, maxBodyBytes);
     if (malformed) facts.refusal = new ConnectError(malformed, Code.InvalidArgument);
   }
   if (facts.refusal) request = withEmptyMessage(request);
-  // A binary gRPC unary call is served as its Connect unary twin: same handler, a third of connect-es's per-call cost.
-  const unary = facts.refusal ? undefined : asConnectUnary(handler.method, request, body);
-  const response = unary ? await asGrpcResponse(await handler(unary)) : await handler(request);
-  await universalResponseToNodeResponse(withSpecGrpcMessage(response, unary !== undefined), res as never);
+  await universalResponseToNodeResponse(withSpecGrpcMessage(await handler(request)), res as never);
 }

@@ -30,12 +30,11 @@ export function specEncodedGrpcMessage(connectEncoded: string): string {
  * A gRPC answer (not gRPC-Web, whose trailers are in its body) with its
  * grpc-message encoded as the spec says. connect-es sets the trailers of a
  * call it serves itself as its body ends, so the body is wrapped to re-encode
- * them then; `complete` says the trailers are already final (a translated
- * unary call's), which spares the wrapper.
+ * them then.
  */
-export function withSpecGrpcMessage(response: UniversalServerResponse, complete: boolean): UniversalServerResponse {
+export function withSpecGrpcMessage(response: UniversalServerResponse): UniversalServerResponse {
   const { trailer, body } = response;
-  if (complete || !body) {
+  if (!body) {
     // Most answers are successes, with no message to re-encode.
     if (trailer?.has("grpc-message") && isGrpcAnswer(response.header)) reencode(trailer);
     return response;
@@ -55,7 +54,8 @@ function isGrpcAnswer(header: UniversalServerResponse["header"]): boolean {
   return contentTypeRegExp.test((header instanceof Headers ? header : new Headers(header)).get("content-type") ?? "");
 }
 
-function reencode(trailer: Headers): void {
+/** `trailer`'s grpc-message, as connect-es encodes it, encoded as the gRPC spec says instead. */
+export function reencode(trailer: Headers): void {
   const message = trailer.get("grpc-message");
   if (message) trailer.set("grpc-message", specEncodedGrpcMessage(message));
 }

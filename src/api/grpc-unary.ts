@@ -1,114 +1,188 @@
-import type { DescMethod } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { type DescMessage, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import {
-  createAsyncIterable,
+  Code,
+  ConnectError,
+  type ConnectRouter,
+  createContextValues,
+  createServiceImplSpec,
+  type HandlerContext,
+  type Interceptor,
+  type MethodImplSpec,
+} from "@connectrpc/connect";
+import {
+  compressionNegotiate,
+  createDeadlineSignal,
+  createLinkedAbortController,
+  createMethodUrl,
   encodeEnvelope,
+  invokeUnaryImplementation,
   type UniversalServerRequest,
-  type UniversalServerResponse,
 } from "@connectrpc/connect/protocol";
-import { codeFromHttpStatus, errorFromJsonBytes, trailerDemux } from "@connectrpc/connect/protocol-connect";
 import { contentTypeProto, grpcStatusOk, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { ACCEPTED_COMPRESSIONS, COMPRESSED_FLAG, singleUncompressedMessage } from "./binary-message.js";
+import { reencode } from "./grpc-message.js";
+import type { NodeResponse } from "./rest-gateway.js";
 
-/** The binary gRPC content types (gRPC-Web and gRPC with JSON are left to Connect). */
+/** A unary method's implementation and the interceptors around it, as the router was given them. */
+export interface UnaryMethod {
+  spec: Extract<MethodImplSpec, { kind: "unary" }>;
+  interceptors: readonly Interceptor[];
+}
+
+/** The binary gRPC content types (gRPC-Web and gRPC with JSON are left to connect-es). */
 const BINARY_GRPC = /^application\/grpc(\+proto)?$/i;
-/** The longest timeout the Connect protocol's header can carry (ten digits of milliseconds). */
-const CONNECT_TIMEOUT_MAX_MS = 9_999_999_999;
-/** gRPC request headers that the Connect call carries differently, or not at all. */
-const GRPC_REQUEST_HEADERS = [
-  "content-type",
-  "content-length",
-  "te",
-  "grpc-timeout",
-  "grpc-encoding",
-  "grpc-accept-encoding",
-  "accept-encoding",
-  "content-encoding",
-];
-/** Connect unary response headers that are the protocol's own, not the call's metadata. */
-const CONNECT_RESPONSE_HEADERS = ["content-type", "content-length", "content-encoding", "connect-protocol-version"];
-/** An error's JSON, decompressed, at most: the service's errors are a message and a few details. */
-const ERROR_JSON_MAX_BYTES = 1024 * 1024;
+/** connect-es's default: an answer is compressed from this size on, when the client accepts it. */
+const COMPRESS_MIN_BYTES = 1024;
+/** Why a call's signal aborts once its answer is made: one object, as it carries nothing of the call. */
+const CALL_ENDED = new ConnectError("the call ended", Code.Canceled);
 
 /**
- * A binary gRPC unary call, as the equivalent Connect unary call to the same
- * router handler; undefined when the call must take connect-es's own gRPC
- * path: not a POST, not unary, compressed, not exactly one envelope, or a
- * timeout header that does not parse (that path answers such calls with
- * their errors).
- *
- * Why: connect-es serves every gRPC call, unary ones included, through its
- * streaming pipeline, a dozen async generators per call, which costs about
- * three times the CPU of its Connect unary handler for the same call, and an
- * internal service's traffic is mostly the publish RPC, a unary call. Served
- * as a Connect unary call, it keeps the router's interceptors (auth, limits,
- * logging, metrics, tracing), validation and error mapping: only the framing
- * differs, and `asGrpcResponse` puts the answer back into gRPC's. A handler
- * sees the call as Connect's (`protocolName` "connect", a Connect content
- * type, without the gRPC headers listed in GRPC_REQUEST_HEADERS); none here
- * reads them.
+ * `router`, recording the unary methods registered on it, by request path,
+ * with their implementation and interceptors: what connect-es's handler for
+ * each holds, for `grpcUnaryCall` to call the same. Services registered
+ * without interceptors of their own get the router's (`interceptors`), as in
+ * connect-es.
  */
-export function asConnectUnary(method: DescMethod, request: UniversalServerRequest, body: Uint8Array): UniversalServerRequest | undefined {
-  if (method.methodKind !== "unary" || request.method !== "POST") return undefined;
+export function recordingUnaryMethods(
+  router: ConnectRouter,
+  interceptors: readonly Interceptor[] = [],
+): { router: ConnectRouter; methods: ReadonlyMap<string, UnaryMethod> } {
+  const methods = new Map<string, UnaryMethod>();
+  const record = (spec: MethodImplSpec, options: { interceptors?: Interceptor[] } | undefined) => {
+    if (spec.kind === "unary")
+      methods.set(createMethodUrl("/", spec.method), { spec, interceptors: options?.interceptors ?? interceptors });
+  };
+  const recording: ConnectRouter = {
+    get handlers() {
+      return router.handlers;
+    },
+    service(service, implementation, options) {
+      router.service(service, implementation, options);
+      for (const spec of Object.values(createServiceImplSpec(service, implementation).methods)) record(spec, options);
+      return recording;
+    },
+    rpc(method, implementation, options) {
+      router.rpc(method, implementation, options);
+      record({ kind: method.methodKind, method, impl: implementation } as MethodImplSpec, options);
+      return recording;
+    },
+  };
+  return { router: recording, methods };
+}
+
+/** A binary gRPC unary call the lane serves: its method, request, parsed message and deadline. */
+export interface GrpcUnaryCall {
+  method: UnaryMethod;
+  request: UniversalServerRequest;
+  input: Message;
+  timeoutMs: number | undefined;
+}
+
+/**
+ * The binary gRPC unary call `request` makes of `method`, or undefined when
+ * connect-es's own gRPC path must serve it: not a unary method the router
+ * was given, not a POST, compressed, not exactly one envelope, a timeout
+ * header that does not parse, or a message that does not parse (the
+ * adapter's common path refuses that one as invalid_argument). connect-es
+ * serves every gRPC call, unary ones included, through its streaming
+ * pipeline, about a dozen async generators per call, and ends each call by
+ * aborting its signal without a reason (a DOMException and its stack trace);
+ * an internal service's traffic is mostly the publish RPC, a unary call.
+ */
+export function grpcUnaryCall(
+  method: UnaryMethod | undefined,
+  request: UniversalServerRequest,
+  body: Uint8Array,
+): GrpcUnaryCall | undefined {
+  if (!method || request.method !== "POST") return undefined;
   if (!BINARY_GRPC.test(request.header.get("content-type") ?? "")) return undefined;
   const encoding = request.header.get("grpc-encoding");
   if (encoding !== null && encoding !== "identity") return undefined;
   const message = singleUncompressedMessage(body);
   if (!message) return undefined;
   const timeout = parseTimeout(request.header.get("grpc-timeout"), Number.POSITIVE_INFINITY);
-  if (timeout.error || (timeout.timeoutMs ?? 0) > CONNECT_TIMEOUT_MAX_MS) return undefined;
+  if (timeout.error) return undefined;
+  const input = parsed(method.spec.method.input, message);
+  return input && { method, request, input, timeoutMs: timeout.timeoutMs };
+}
 
-  const header = new Headers();
-  for (const [name, value] of request.header) {
-    // Metadata a gRPC client names connect-* means nothing to gRPC: it must not become this call's Connect protocol.
-    if (!GRPC_REQUEST_HEADERS.includes(name) && !name.startsWith("connect-")) header.append(name, value);
+function parsed(schema: DescMessage, bytes: Uint8Array): Message | undefined {
+  try {
+    return fromBinary(schema, bytes);
+  } catch {
+    return undefined;
   }
-  header.set("content-type", "application/proto");
-  header.set("connect-protocol-version", "1");
-  // gRPC counts down to the nanosecond, Connect in whole milliseconds: rounded up, a deadline is never earlier.
-  if (timeout.timeoutMs !== undefined) header.set("connect-timeout-ms", String(Math.ceil(timeout.timeoutMs)));
-  // The answer is compressed as connect-es's gRPC handler would: with what the client accepts, from 1 KiB.
-  const accepted = request.header.get("grpc-accept-encoding");
-  if (accepted !== null) header.set("accept-encoding", accepted);
-  return { ...request, header, body: createAsyncIterable([message]) };
+}
+
+/** A gRPC answer: its headers, its one envelope (none on an error), and its trailers. */
+export interface GrpcAnswer {
+  header: Headers;
+  envelope: Uint8Array | undefined;
+  trailer: Headers;
 }
 
 /**
- * The Connect unary answer to a call `asConnectUnary` translated, as the
- * gRPC answer connect-es's gRPC handler gives: the message in one envelope
- * (compressed, and marked so, when Connect compressed it), and the status
- * (with its details and the error's metadata) in the trailers. Connect
- * unary puts an error's metadata among the response headers; no handler
- * here sets response headers of its own, so on an error every header that
- * is not the protocol's goes to the trailers, where gRPC carries an error's
- * metadata.
+ * The call answered as connect-es's gRPC handler answers it: the same
+ * interceptors and implementation (connect-es's own `invokeUnaryImplementation`),
+ * the message in one envelope, compressed past 1 KiB with what the client
+ * accepts, and the status (with its details and the error's metadata) in
+ * the trailers. The call's signal aborts when the client goes away, at its
+ * deadline, and once the answer is made.
  */
-export async function asGrpcResponse(response: UniversalServerResponse): Promise<UniversalServerResponse> {
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of response.body ?? []) chunks.push(chunk);
-  const bytes = chunks.length === 1 ? (chunks[0] as Uint8Array) : Buffer.concat(chunks);
-  const [connectHeader, trailer] = trailerDemux(response.header ?? new Headers());
-  const compression = connectHeader.get("content-encoding");
-  const metadata = new Headers(connectHeader);
-  for (const name of CONNECT_RESPONSE_HEADERS) metadata.delete(name);
+export async function answerGrpcUnary(call: GrpcUnaryCall): Promise<GrpcAnswer> {
+  const { spec, interceptors } = call.method;
+  const { request } = call;
   const header = new Headers({ "content-type": contentTypeProto });
-
-  if (response.status === 200) {
-    for (const [name, value] of metadata) header.append(name, value);
-    if (compression !== null) header.set("grpc-encoding", compression);
-    trailer.set("grpc-status", grpcStatusOk);
-    const envelope = encodeEnvelope(compression === null ? 0 : COMPRESSED_FLAG, bytes);
-    return { status: 200, header, body: createAsyncIterable([envelope]), trailer };
-  }
-  const fallback = new ConnectError(`HTTP ${response.status}`, codeFromHttpStatus(response.status));
-  let error: ConnectError;
+  const trailer = new Headers({ "grpc-status": grpcStatusOk });
+  const compression = compressionNegotiate(ACCEPTED_COMPRESSIONS, null, request.header.get("grpc-accept-encoding"), "grpc-accept-encoding");
+  if (compression.response) header.set("grpc-encoding", compression.response.name);
+  const deadline = call.timeoutMs === undefined ? undefined : createDeadlineSignal(call.timeoutMs);
+  const ended = createLinkedAbortController(deadline?.signal, request.signal);
+  const endsAt = call.timeoutMs === undefined ? undefined : Date.now() + call.timeoutMs;
+  const context: HandlerContext = {
+    method: spec.method,
+    service: spec.method.parent,
+    signal: ended.signal,
+    timeoutMs: () => (endsAt === undefined ? undefined : endsAt - Date.now()),
+    requestMethod: request.method,
+    requestHeader: request.header,
+    responseHeader: header,
+    responseTrailer: trailer,
+    protocolName: "grpc",
+    values: request.contextValues ?? createContextValues(),
+    url: request.url,
+  };
+  let envelope: Uint8Array | undefined;
   try {
-    // An error's JSON is compressed too, past 1 KiB (long details).
-    const codec = ACCEPTED_COMPRESSIONS.find((candidate) => candidate.name === compression);
-    const json = codec ? await codec.decompress(bytes, ERROR_JSON_MAX_BYTES) : bytes;
-    error = errorFromJsonBytes(json, metadata, fallback);
-  } catch (thrown) {
-    error = thrown instanceof ConnectError ? thrown : new ConnectError("internal error", Code.Internal);
+    const output = await invokeUnaryImplementation(spec, context, call.input, interceptors as Interceptor[]);
+    const bytes = toBinary(spec.method.output, output);
+    envelope =
+      compression.response && bytes.byteLength >= COMPRESS_MIN_BYTES
+        ? encodeEnvelope(COMPRESSED_FLAG, await compression.response.compress(bytes))
+        : encodeEnvelope(0, bytes);
+  } catch (error) {
+    setTrailerStatus(
+      trailer,
+      error instanceof ConnectError ? error : new ConnectError("internal error", Code.Internal, undefined, undefined, error),
+    );
+  } finally {
+    deadline?.cleanup();
+    ended.abort(CALL_ENDED);
   }
-  return { status: 200, header, body: createAsyncIterable([]), trailer: setTrailerStatus(trailer, error) };
+  return { header, envelope, trailer };
+}
+
+/** Writes `answer` to the client, its grpc-message encoded as the gRPC spec says (grpc-message.ts). */
+export function writeGrpcAnswer(res: NodeResponse, answer: GrpcAnswer): void {
+  reencode(answer.trailer);
+  res.writeHead(200, nodeHeaders(answer.header));
+  res.addTrailers(nodeHeaders(answer.trailer));
+  if (answer.envelope) res.end(answer.envelope);
+  else res.end();
+}
+
+function nodeHeaders(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of headers) out[name] = value;
+  return out;
 }

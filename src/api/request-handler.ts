@@ -2,6 +2,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
 import { ACCEPTED_COMPRESSIONS } from "./binary-message.js";
 import { createConnectAdapter } from "./connect-adapter.js";
+import { recordingUnaryMethods } from "./grpc-unary.js";
 import { HttpError, type NodeRequest } from "./http-body.js";
 import { METRICS_PATH } from "./metrics-endpoint.js";
 import { OPENAPI_PATH, serveOpenApi } from "./openapi-endpoint.js";
@@ -71,10 +72,12 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
     // REST callers expect every field, `false` and `0` included.
     jsonOptions: { alwaysEmitImplicit: true },
   });
-  options.routes(router);
+  const { router: recording, methods } = recordingUnaryMethods(router);
+  options.routes(recording);
   const gateway = new RestGateway(options.services, router.handlers, options.maxBodyBytes);
   const connect = createConnectAdapter(router.handlers, {
     maxBodyBytes: options.maxBodyBytes,
+    unaryMethods: methods,
     fallback: (_req, res) => writeError(res, new HttpError(404, "not_found", "no such endpoint")),
   });
 
