@@ -11,7 +11,7 @@ import { universalRequest } from "./universal-request.js";
 
 export interface ConnectAdapterOptions {
   maxBodyBytes: number;
-  /** The router's unary methods by request path (recordingUnaryMethods), for binary gRPC calls to be served without connect-es's streaming pipeline; none: every call takes connect-es's path. */
+  /** The router's unary methods by request path (createRecordingRouter), for binary gRPC calls to be served without connect-es's streaming pipeline; none: every call takes connect-es's path. */
   unaryMethods?: ReadonlyMap<string, UnaryMethod>;
   /** Answers requests for paths no handler serves. */
   fallback: (req: NodeRequest, res: NodeResponse) => void;
@@ -43,8 +43,12 @@ export function createConnectAdapter(
     // The handler answers every error of the call itself; what fails here is
     // reading from or writing to a client that went away.
     serve(handler, options.unaryMethods?.get(handler.requestPath), req, res, options.maxBodyBytes).catch(() => {
-      if (res.headersSent) res.destroy();
-      else writeError(res, new HttpError(500, "internal", "internal error"));
+      try {
+        if (res.headersSent) res.destroy();
+        else writeError(res, new HttpError(500, "internal", "internal error"));
+      } catch {
+        res.destroy(); // the answer cannot be written at all
+      }
     });
   };
 }

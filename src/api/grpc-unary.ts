@@ -3,13 +3,17 @@ import {
   Code,
   ConnectError,
   type ConnectRouter,
+  type ConnectRouterOptions,
+  createConnectRouter,
   createContextValues,
+  createMethodImplSpec,
   createServiceImplSpec,
   type HandlerContext,
   type Interceptor,
   type MethodImplSpec,
 } from "@connectrpc/connect";
 import {
+  type Compression,
   compressionNegotiate,
   createDeadlineSignal,
   createLinkedAbortController,
@@ -17,53 +21,71 @@ import {
   encodeEnvelope,
   invokeUnaryImplementation,
   type UniversalServerRequest,
+  validateUniversalHandlerOptions,
 } from "@connectrpc/connect/protocol";
 import { contentTypeProto, grpcStatusOk, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { ACCEPTED_COMPRESSIONS, COMPRESSED_FLAG, singleUncompressedMessage } from "./binary-message.js";
+import { COMPRESSED_FLAG, singleUncompressedMessage } from "./binary-message.js";
 import { reencode } from "./grpc-message.js";
 import type { NodeResponse } from "./rest-gateway.js";
 
-/** A unary method's implementation and the interceptors around it, as the router was given them. */
+/** A unary method's implementation, the interceptors around it and the options it is served with, as the router holds them. */
 export interface UnaryMethod {
   spec: Extract<MethodImplSpec, { kind: "unary" }>;
-  interceptors: readonly Interceptor[];
+  interceptors: Interceptor[];
+  acceptCompression: Compression[];
+  compressMinBytes: number;
+  readMaxBytes: number;
+  maxTimeoutMs: number;
 }
 
 /** The binary gRPC content types (gRPC-Web and gRPC with JSON are left to connect-es). */
 const BINARY_GRPC = /^application\/grpc(\+proto)?$/i;
-/** connect-es's default: an answer is compressed from this size on, when the client accepts it. */
-const COMPRESS_MIN_BYTES = 1024;
 /** Why a call's signal aborts once its answer is made: one object, as it carries nothing of the call. */
 const CALL_ENDED = new ConnectError("the call ended", Code.Canceled);
 
+/** Router options the lane does not honour: a method served with any of them takes connect-es's path. */
+const NOT_HONOURED = ["binaryOptions", "writeMaxBytes", "shutdownSignal"] as const;
+
 /**
- * `router`, recording the unary methods registered on it, by request path,
- * with their implementation and interceptors: what connect-es's handler for
- * each holds, for `grpcUnaryCall` to call the same. Services registered
- * without interceptors of their own get the router's (`interceptors`), as in
- * connect-es.
+ * A router made with `options`, recording the unary methods registered on it
+ * by request path, each with its implementation, interceptors and options
+ * merged as connect-es merges them (a service's own options over the
+ * router's): what connect-es's gRPC handler for it holds, for the lane to
+ * answer the same. A method not served over gRPC (`grpc: false`), or served
+ * with an option the lane does not honour, is not recorded.
  */
-export function recordingUnaryMethods(
-  router: ConnectRouter,
-  interceptors: readonly Interceptor[] = [],
-): { router: ConnectRouter; methods: ReadonlyMap<string, UnaryMethod> } {
+export function createRecordingRouter(options: ConnectRouterOptions = {}): {
+  router: ConnectRouter;
+  methods: ReadonlyMap<string, UnaryMethod>;
+} {
+  const router = createConnectRouter(options);
   const methods = new Map<string, UnaryMethod>();
-  const record = (spec: MethodImplSpec, options: { interceptors?: Interceptor[] } | undefined) => {
-    if (spec.kind === "unary")
-      methods.set(createMethodUrl("/", spec.method), { spec, interceptors: options?.interceptors ?? interceptors });
+  const record = (spec: MethodImplSpec, own: Partial<ConnectRouterOptions> | undefined) => {
+    const merged: Partial<ConnectRouterOptions> = own ? { ...validateUniversalHandlerOptions(options), ...own } : options;
+    const given = { ...options, ...own }; // what was set, before connect-es fills in its defaults
+    if (spec.kind !== "unary" || merged.grpc === false || NOT_HONOURED.some((name) => given[name] !== undefined)) return;
+    const valid = validateUniversalHandlerOptions(merged);
+    methods.set(createMethodUrl("/", spec.method), {
+      spec,
+      interceptors: valid.interceptors,
+      acceptCompression: valid.acceptCompression,
+      compressMinBytes: valid.compressMinBytes,
+      readMaxBytes: valid.readMaxBytes,
+      maxTimeoutMs: valid.maxTimeoutMs,
+    });
   };
   const recording: ConnectRouter = {
     get handlers() {
       return router.handlers;
     },
-    service(service, implementation, options) {
-      router.service(service, implementation, options);
-      for (const spec of Object.values(createServiceImplSpec(service, implementation).methods)) record(spec, options);
+    service(service, implementation, own) {
+      router.service(service, implementation, own);
+      for (const spec of Object.values(createServiceImplSpec(service, implementation).methods)) record(spec, own);
       return recording;
     },
-    rpc(method, implementation, options) {
-      router.rpc(method, implementation, options);
-      record({ kind: method.methodKind, method, impl: implementation } as MethodImplSpec, options);
+    rpc(method, implementation, own) {
+      router.rpc(method, implementation, own);
+      record(createMethodImplSpec(method, implementation), own);
       return recording;
     },
   };
@@ -81,8 +103,9 @@ export interface GrpcUnaryCall {
 /**
  * The binary gRPC unary call `request` makes of `method`, or undefined when
  * connect-es's own gRPC path must serve it: not a unary method the router
- * was given, not a POST, compressed, not exactly one envelope, a timeout
- * header that does not parse, or a message that does not parse (the
+ * was given for gRPC (createRecordingRouter), not a POST, compressed, not
+ * exactly one envelope, a message over the router's limit, a timeout header
+ * that does not parse or is over the router's limit, or a message that does not parse (the
  * adapter's common path refuses that one as invalid_argument). connect-es
  * serves every gRPC call, unary ones included, through its streaming
  * pipeline, about a dozen async generators per call, and ends each call by
@@ -99,8 +122,8 @@ export function grpcUnaryCall(
   const encoding = request.header.get("grpc-encoding");
   if (encoding !== null && encoding !== "identity") return undefined;
   const message = singleUncompressedMessage(body);
-  if (!message) return undefined;
-  const timeout = parseTimeout(request.header.get("grpc-timeout"), Number.POSITIVE_INFINITY);
+  if (!message || message.byteLength > method.readMaxBytes) return undefined;
+  const timeout = parseTimeout(request.header.get("grpc-timeout"), method.maxTimeoutMs);
   if (timeout.error) return undefined;
   const input = parsed(method.spec.method.input, message);
   return input && { method, request, input, timeoutMs: timeout.timeoutMs };
@@ -124,17 +147,18 @@ export interface GrpcAnswer {
 /**
  * The call answered as connect-es's gRPC handler answers it: the same
  * interceptors and implementation (connect-es's own `invokeUnaryImplementation`),
- * the message in one envelope, compressed past 1 KiB with what the client
- * accepts, and the status (with its details and the error's metadata) in
- * the trailers. The call's signal aborts when the client goes away, at its
- * deadline, and once the answer is made.
+ * the message in one envelope, compressed with what the client accepts from
+ * the router's size on, and the status (with its details and the error's
+ * metadata) in the trailers. The call's signal aborts when the client goes
+ * away, at its deadline, with the error the call failed with, and once the
+ * answer is made.
  */
 export async function answerGrpcUnary(call: GrpcUnaryCall): Promise<GrpcAnswer> {
-  const { spec, interceptors } = call.method;
+  const { spec, interceptors, acceptCompression, compressMinBytes } = call.method;
   const { request } = call;
   const header = new Headers({ "content-type": contentTypeProto });
   const trailer = new Headers({ "grpc-status": grpcStatusOk });
-  const compression = compressionNegotiate(ACCEPTED_COMPRESSIONS, null, request.header.get("grpc-accept-encoding"), "grpc-accept-encoding");
+  const compression = compressionNegotiate(acceptCompression, null, request.header.get("grpc-accept-encoding"), "grpc-accept-encoding");
   if (compression.response) header.set("grpc-encoding", compression.response.name);
   const deadline = call.timeoutMs === undefined ? undefined : createDeadlineSignal(call.timeoutMs);
   const ended = createLinkedAbortController(deadline?.signal, request.signal);
@@ -145,7 +169,7 @@ export async function answerGrpcUnary(call: GrpcUnaryCall): Promise<GrpcAnswer> 
     signal: ended.signal,
     timeoutMs: () => (endsAt === undefined ? undefined : endsAt - Date.now()),
     requestMethod: request.method,
-    requestHeader: request.header,
+    requestHeader: new Headers(request.header),
     responseHeader: header,
     responseTrailer: trailer,
     protocolName: "grpc",
@@ -154,13 +178,14 @@ export async function answerGrpcUnary(call: GrpcUnaryCall): Promise<GrpcAnswer> 
   };
   let envelope: Uint8Array | undefined;
   try {
-    const output = await invokeUnaryImplementation(spec, context, call.input, interceptors as Interceptor[]);
+    const output = await invokeUnaryImplementation(spec, context, call.input, interceptors);
     const bytes = toBinary(spec.method.output, output);
     envelope =
-      compression.response && bytes.byteLength >= COMPRESS_MIN_BYTES
+      compression.response && bytes.byteLength >= compressMinBytes
         ? encodeEnvelope(COMPRESSED_FLAG, await compression.response.compress(bytes))
         : encodeEnvelope(0, bytes);
   } catch (error) {
+    ended.abort(error);
     setTrailerStatus(
       trailer,
       error instanceof ConnectError ? error : new ConnectError("internal error", Code.Internal, undefined, undefined, error),
@@ -172,17 +197,43 @@ export async function answerGrpcUnary(call: GrpcUnaryCall): Promise<GrpcAnswer> 
   return { header, envelope, trailer };
 }
 
-/** Writes `answer` to the client, its grpc-message encoded as the gRPC spec says (grpc-message.ts). */
+/**
+ * Connection-specific headers: HTTP/2 forbids them (Node throws on them, for
+ * trailers from inside its own event), and on HTTP/1.1 they would change how
+ * the answer is framed. They are never a call's metadata.
+ */
+const CONNECTION_HEADERS = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+  "http2-settings",
+  "te",
+]);
+
+/**
+ * Writes `answer` to the client, its grpc-message encoded as the gRPC spec
+ * says (grpc-message.ts). A response that cannot be written is reset: the
+ * client sees the call fail rather than wait for its deadline.
+ */
 export function writeGrpcAnswer(res: NodeResponse, answer: GrpcAnswer): void {
   reencode(answer.trailer);
-  res.writeHead(200, nodeHeaders(answer.header));
-  res.addTrailers(nodeHeaders(answer.trailer));
-  if (answer.envelope) res.end(answer.envelope);
-  else res.end();
+  try {
+    res.writeHead(200, nodeHeaders(answer.header));
+    res.addTrailers(nodeHeaders(answer.trailer));
+    if (answer.envelope) res.end(answer.envelope);
+    else res.end();
+  } catch {
+    res.destroy();
+  }
 }
 
-function nodeHeaders(headers: Headers): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of headers) out[name] = value;
+/** Headers as Node writes them: each name once (set-cookie as a list), without connection-specific ones. */
+function nodeHeaders(headers: Headers): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of headers) if (!CONNECTION_HEADERS.has(name)) out[name] = value;
+  const cookies = headers.getSetCookie();
+  if (cookies.length > 1) out["set-cookie"] = cookies;
   return out;
 }

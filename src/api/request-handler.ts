@@ -1,8 +1,8 @@
 import type { DescService } from "@bufbuild/protobuf";
-import { type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
+import type { ConnectRouter } from "@connectrpc/connect";
 import { ACCEPTED_COMPRESSIONS } from "./binary-message.js";
 import { createConnectAdapter } from "./connect-adapter.js";
-import { recordingUnaryMethods } from "./grpc-unary.js";
+import { createRecordingRouter } from "./grpc-unary.js";
 import { HttpError, type NodeRequest } from "./http-body.js";
 import { METRICS_PATH } from "./metrics-endpoint.js";
 import { OPENAPI_PATH, serveOpenApi } from "./openapi-endpoint.js";
@@ -66,14 +66,13 @@ export function startingHandler(): RequestHandler {
  * Connect/gRPC/gRPC-Web for everything else, all on the same handlers.
  */
 export function createRequestHandler(options: RequestHandlerOptions): RequestHandler {
-  const router = createConnectRouter({
+  const { router, methods } = createRecordingRouter({
     readMaxBytes: options.maxBodyBytes,
     acceptCompression: ACCEPTED_COMPRESSIONS,
     // REST callers expect every field, `false` and `0` included.
     jsonOptions: { alwaysEmitImplicit: true },
   });
-  const { router: recording, methods } = recordingUnaryMethods(router);
-  options.routes(recording);
+  options.routes(router);
   const gateway = new RestGateway(options.services, router.handlers, options.maxBodyBytes);
   const connect = createConnectAdapter(router.handlers, {
     maxBodyBytes: options.maxBodyBytes,

@@ -3,7 +3,7 @@ import { createServer as createHttp2Server, type Http2ServerRequest, type Http2S
 import type { AddressInfo } from "node:net";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues, type Interceptor } from "@connectrpc/connect";
 import {
   createAsyncIterable,
   encodeEnvelope,
@@ -15,7 +15,7 @@ import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import test from "ava";
 import { ACCEPTED_COMPRESSIONS } from "../../src/api/binary-message.js";
 import { createConnectAdapter } from "../../src/api/connect-adapter.js";
-import { answerGrpcUnary, type GrpcAnswer, grpcUnaryCall, recordingUnaryMethods } from "../../src/api/grpc-unary.js";
+import { answerGrpcUnary, createRecordingRouter, type GrpcAnswer, grpcUnaryCall } from "../../src/api/grpc-unary.js";
 import {
   EventService,
   PublishEventRequestSchema,
@@ -30,29 +30,43 @@ import { grpcOverHttp2 } from "../helpers/grpc.js";
  * message, details and metadata in the trailers.
  */
 
-const { router, methods } = recordingUnaryMethods(createConnectRouter({ acceptCompression: ACCEPTED_COMPRESSIONS }));
-router.service(EventService, {
-  async publishEvent(request, context) {
-    if (request.event === "Order.Failed") {
-      throw new ConnectError("no such event: Order.Failed (ü%)", Code.FailedPrecondition, { "retry-after": "3" }, [
-        { desc: RegisterEventTypeResponseSchema, value: {} },
-      ]);
-    }
-    if (request.event === "Order.Crashed") throw new Error("a bug");
-    if (request.event === "Order.Verbose") throw new ConnectError(`too long: ${"x".repeat(2_000)}`, Code.InvalidArgument);
-    if (request.event === "Order.Annotated") {
-      context.responseHeader.set("x-note", "set before failing");
-      throw new ConnectError("failed after a header", Code.Aborted);
-    }
-    // Over 1 KiB: compressed when the client accepts it.
-    if (request.event === "Order.Many")
-      return create(PublishEventResponseSchema, { jobIds: Array.from({ length: 100 }, (_, i) => `job-${i}-${"x".repeat(20)}`) });
-    context.responseTrailer.set("x-seen", "yes");
-    // The handler's deadline, as it reads it, is the answer's job id.
-    const left = context.timeoutMs();
-    return create(PublishEventResponseSchema, { jobIds: [left === undefined ? "none" : left > 0 ? "running" : "expired"] });
+/** Interceptors around the service, as routes.ts puts them: one adds metadata, one refuses some calls. */
+const annotate: Interceptor = (next) => async (request) => {
+  const response = await next(request);
+  response.header.set("x-intercepted", request.header.get("x-caller") ?? "anonymous");
+  return response;
+};
+const refuse: Interceptor = (next) => async (request) => {
+  if (request.header.has("x-refuse")) throw new ConnectError("refused here", Code.PermissionDenied, { "x-why": "a test" });
+  return next(request);
+};
+const { router, methods } = createRecordingRouter({ acceptCompression: ACCEPTED_COMPRESSIONS });
+router.service(
+  EventService,
+  {
+    async publishEvent(request, context) {
+      if (request.event === "Order.Failed") {
+        throw new ConnectError("no such event: Order.Failed (ü%)", Code.FailedPrecondition, { "retry-after": "3" }, [
+          { desc: RegisterEventTypeResponseSchema, value: {} },
+        ]);
+      }
+      if (request.event === "Order.Crashed") throw new Error("a bug");
+      if (request.event === "Order.Verbose") throw new ConnectError(`too long: ${"x".repeat(2_000)}`, Code.InvalidArgument);
+      if (request.event === "Order.Annotated") {
+        context.responseHeader.set("x-note", "set before failing");
+        throw new ConnectError("failed after a header", Code.Aborted);
+      }
+      // Over 1 KiB: compressed when the client accepts it.
+      if (request.event === "Order.Many")
+        return create(PublishEventResponseSchema, { jobIds: Array.from({ length: 100 }, (_, i) => `job-${i}-${"x".repeat(20)}`) });
+      context.responseTrailer.set("x-seen", "yes");
+      // The handler's deadline, as it reads it, is the answer's job id.
+      const left = context.timeoutMs();
+      return create(PublishEventResponseSchema, { jobIds: [left === undefined ? "none" : left > 0 ? "running" : "expired"] });
+    },
   },
-});
+  { interceptors: [annotate, refuse] },
+);
 const handlers = new Map(router.handlers.map((handler) => [handler.method.name, handler]));
 const publishHandler = handlers.get("PublishEvent") as UniversalHandler;
 
@@ -103,31 +117,39 @@ function laneCall(body: Uint8Array, headers: Record<string, string> = {}) {
   return grpcUnaryCall(methods.get(publishHandler.requestPath), grpcRequest(body, headers), body);
 }
 
+/** A call the lane took: a test fails here if it did not. */
+function taken<T>(call: T | undefined): T {
+  if (!call) throw new Error("the lane did not take the call");
+  return call;
+}
+
 /** The same call, through connect-es's gRPC handler and through the lane. */
 async function bothWays(body: Uint8Array, headers: Record<string, string> = {}) {
-  const call = laneCall(body, headers);
-  if (!call) throw new Error("the lane did not take the call");
+  const call = taken(laneCall(body, headers));
   return {
     grpc: await read(await publishHandler(grpcRequest(body, headers))),
-    translated: laneAnswer(await answerGrpcUnary(call)),
+    lane: laneAnswer(await answerGrpcUnary(call)),
   };
 }
 
 test("a successful call: the same message, headers and trailers as connect-es's gRPC handler", async (t) => {
-  const { grpc, translated } = await bothWays(encodeEnvelope(0, message("Order.Created")));
-  t.deepEqual(translated, grpc);
-  t.deepEqual(translated.header, [["content-type", "application/grpc+proto"]]);
-  t.deepEqual(fromBinary(PublishEventResponseSchema, translated.body.subarray(5)).jobIds, ["none"]);
-  t.deepEqual(translated.trailer, [
+  const { grpc, lane } = await bothWays(encodeEnvelope(0, message("Order.Created")));
+  t.deepEqual(lane, grpc);
+  t.deepEqual(lane.header, [
+    ["content-type", "application/grpc+proto"],
+    ["x-intercepted", "anonymous"],
+  ]);
+  t.deepEqual(fromBinary(PublishEventResponseSchema, lane.body.subarray(5)).jobIds, ["none"]);
+  t.deepEqual(lane.trailer, [
     ["grpc-status", "0"],
     ["x-seen", "yes"],
   ]);
 });
 
 test("an error: the same status, message, details and metadata in the trailers", async (t) => {
-  const { grpc, translated } = await bothWays(encodeEnvelope(0, message("Order.Failed")));
-  t.deepEqual(translated, grpc);
-  const trailer = new Headers(translated.trailer);
+  const { grpc, lane } = await bothWays(encodeEnvelope(0, message("Order.Failed")));
+  t.deepEqual(lane, grpc);
+  const trailer = new Headers(lane.trailer);
   t.is(trailer.get("grpc-status"), String(Code.FailedPrecondition));
   t.is(decodeURIComponent(trailer.get("grpc-message") ?? ""), "no such event: Order.Failed (ü%)");
   t.is(trailer.get("retry-after"), "3");
@@ -138,59 +160,96 @@ test("an error: the same status, message, details and metadata in the trailers",
     error?.details.map((detail) => ("type" in detail ? detail.type : detail.desc.typeName)),
     ["webhooks.v1.RegisterEventTypeResponse"],
   );
-  t.is(translated.body.byteLength, 0);
+  t.is(lane.body.byteLength, 0);
 });
 
 test("an unexpected error is internal, as connect-es answers it", async (t) => {
-  const { grpc, translated } = await bothWays(encodeEnvelope(0, message("Order.Crashed")));
-  t.deepEqual(translated, grpc);
-  t.is(new Headers(translated.trailer).get("grpc-status"), String(Code.Internal));
+  const { grpc, lane } = await bothWays(encodeEnvelope(0, message("Order.Crashed")));
+  t.deepEqual(lane, grpc);
+  t.is(new Headers(lane.trailer).get("grpc-status"), String(Code.Internal));
+});
+
+test("the service's interceptors run around the call, their metadata and refusals answered as connect-es's gRPC handler answers them", async (t) => {
+  const { grpc, lane } = await bothWays(encodeEnvelope(0, message("Order.Created")), { "x-caller": "billing" });
+  t.deepEqual(lane, grpc);
+  t.is(new Headers(lane.header).get("x-intercepted"), "billing");
+  const refused = await bothWays(encodeEnvelope(0, message("Order.Created")), { "x-refuse": "yes" });
+  t.deepEqual(refused.lane, refused.grpc);
+  t.is(new Headers(refused.lane.trailer).get("grpc-status"), String(Code.PermissionDenied));
+  t.is(new Headers(refused.lane.trailer).get("x-why"), "a test");
+});
+
+test("what the router was given decides what the lane serves: the router's interceptors, rpc(), not a method kept off gRPC or served with options it does not honour", async (t) => {
+  const seen: string[] = [];
+  const routerLevel: Interceptor = (next) => async (request) => {
+    seen.push(request.method.name);
+    return next(request);
+  };
+  const publishEvent = async () => create(PublishEventResponseSchema, { jobIds: ["j1"] });
+  const first = createRecordingRouter({ interceptors: [routerLevel] });
+  first.router.service(EventService, { publishEvent });
+  const recorded = first.methods.get(publishHandler.requestPath);
+  t.deepEqual(recorded?.interceptors, [routerLevel], "a service without interceptors of its own gets the router's");
+  const body = encodeEnvelope(0, message("Order.Created"));
+  await answerGrpcUnary(taken(grpcUnaryCall(recorded, grpcRequest(body), body)));
+  t.deepEqual(seen, ["PublishEvent"]);
+
+  const single = createRecordingRouter();
+  single.router.rpc(EventService.method.publishEvent, publishEvent);
+  t.truthy(single.methods.get(publishHandler.requestPath), "rpc()");
+  const offGrpc = createRecordingRouter({ grpc: false });
+  offGrpc.router.service(EventService, { publishEvent });
+  t.is(offGrpc.methods.get(publishHandler.requestPath), undefined, "grpc: false");
+  const closing = createRecordingRouter({ shutdownSignal: new AbortController().signal });
+  closing.router.service(EventService, { publishEvent });
+  t.is(closing.methods.get(publishHandler.requestPath), undefined, "a shutdown signal");
+  t.is(closing.router.handlers.length > 0, true);
 });
 
 test("a large answer is compressed with what the client accepts, as connect-es's gRPC handler compresses it", async (t) => {
   const accepts = { "grpc-accept-encoding": "identity,deflate,gzip" };
-  const { grpc, translated } = await bothWays(encodeEnvelope(0, message("Order.Many")), accepts);
-  t.deepEqual(translated.trailer, grpc.trailer);
-  t.is(translated.body[0], 1, "the envelope is marked compressed");
-  t.deepEqual(translated.header, grpc.header);
-  t.is(new Headers(translated.header).get("grpc-encoding"), "gzip");
-  t.deepEqual(gunzipSync(translated.body.subarray(5)), gunzipSync(grpc.body.subarray(5)));
-  t.is(fromBinary(PublishEventResponseSchema, gunzipSync(translated.body.subarray(5))).jobIds.length, 100);
+  const { grpc, lane } = await bothWays(encodeEnvelope(0, message("Order.Many")), accepts);
+  t.deepEqual(lane.trailer, grpc.trailer);
+  t.is(lane.body[0], 1, "the envelope is marked compressed");
+  t.deepEqual(lane.header, grpc.header);
+  t.is(new Headers(lane.header).get("grpc-encoding"), "gzip");
+  t.deepEqual(gunzipSync(lane.body.subarray(5)), gunzipSync(grpc.body.subarray(5)));
+  t.is(fromBinary(PublishEventResponseSchema, gunzipSync(lane.body.subarray(5))).jobIds.length, 100);
   // A small answer is not compressed, accepted or not.
   const small = await bothWays(encodeEnvelope(0, message("Order.Created")), accepts);
-  t.deepEqual(small.translated.trailer, small.grpc.trailer);
-  t.deepEqual(small.translated.body, small.grpc.body);
-  t.is(small.translated.body[0], 0);
+  t.deepEqual(small.lane.trailer, small.grpc.trailer);
+  t.deepEqual(small.lane.body, small.grpc.body);
+  t.is(small.lane.body[0], 0);
   // Without grpc-accept-encoding, nothing is compressed.
   const plain = await bothWays(encodeEnvelope(0, message("Order.Many")));
-  t.deepEqual(plain.translated, plain.grpc);
-  t.is(plain.translated.body[0], 0);
+  t.deepEqual(plain.lane, plain.grpc);
+  t.is(plain.lane.body[0], 0);
 });
 
-test("a long error (its JSON compressed by Connect) keeps its message", async (t) => {
-  const { grpc, translated } = await bothWays(encodeEnvelope(0, message("Order.Verbose")), { "grpc-accept-encoding": "gzip" });
-  t.deepEqual(translated.trailer, grpc.trailer);
-  t.regex(decodeURIComponent(new Headers(translated.trailer).get("grpc-message") ?? ""), /^too long: x{2000}$/);
+test("a long error keeps its message", async (t) => {
+  const { grpc, lane } = await bothWays(encodeEnvelope(0, message("Order.Verbose")), { "grpc-accept-encoding": "gzip" });
+  t.deepEqual(lane.trailer, grpc.trailer);
+  t.regex(decodeURIComponent(new Headers(lane.trailer).get("grpc-message") ?? ""), /^too long: x{2000}$/);
 });
 
 test("a header a handler sets before it fails stays among the headers, as connect-es's gRPC handler sends it", async (t) => {
-  const { grpc, translated } = await bothWays(encodeEnvelope(0, message("Order.Annotated")));
-  t.deepEqual(translated, grpc);
-  t.is(new Headers(translated.header).get("x-note"), "set before failing");
-  t.is(new Headers(translated.trailer).get("grpc-status"), String(Code.Aborted));
+  const { grpc, lane } = await bothWays(encodeEnvelope(0, message("Order.Annotated")));
+  t.deepEqual(lane, grpc);
+  t.is(new Headers(lane.header).get("x-note"), "set before failing");
+  t.is(new Headers(lane.trailer).get("grpc-status"), String(Code.Aborted));
 });
 
 test("the deadline: grpc-timeout is the handler's timeout, as connect-es's gRPC handler gives it", async (t) => {
   const body = encodeEnvelope(0, message("Order.Created"));
   // (A deadline of a few ms may pass on one path and not the other: the lane reaches the handler sooner.)
   for (const timeout of ["60S", "0n"]) {
-    const { grpc, translated } = await bothWays(body, { "grpc-timeout": timeout });
-    t.deepEqual(translated, grpc, timeout);
+    const { grpc, lane } = await bothWays(body, { "grpc-timeout": timeout });
+    t.deepEqual(lane, grpc, timeout);
   }
   const jobOf = async (timeout: string) =>
     fromBinary(
       PublishEventResponseSchema,
-      laneAnswer(await answerGrpcUnary(laneCall(body, { "grpc-timeout": timeout }) as never)).body.subarray(5),
+      laneAnswer(await answerGrpcUnary(taken(laneCall(body, { "grpc-timeout": timeout })))).body.subarray(5),
     ).jobIds[0];
   t.is(await jobOf("60S"), "running");
   t.is(await jobOf("0n"), "expired");
@@ -198,7 +257,7 @@ test("the deadline: grpc-timeout is the handler's timeout, as connect-es's gRPC 
 
 test("the handler reads the gRPC call's metadata", async (t) => {
   const seen: Array<string | null> = [];
-  const { router: metadataRouter, methods: metadataMethods } = recordingUnaryMethods(createConnectRouter());
+  const { router: metadataRouter, methods: metadataMethods } = createRecordingRouter();
   metadataRouter.service(EventService, {
     async publishEvent(_request, context) {
       seen.push(context.requestHeader.get("x-custom"), context.protocolName);
@@ -207,7 +266,7 @@ test("the handler reads the gRPC call's metadata", async (t) => {
   });
   const body = encodeEnvelope(0, message("Order.Created"));
   const call = grpcUnaryCall(metadataMethods.get(publishHandler.requestPath), grpcRequest(body, { "x-custom": "kept" }), body);
-  const answer = await answerGrpcUnary(call as never);
+  const answer = await answerGrpcUnary(taken(call));
   t.is(answer.trailer.get("grpc-status"), "0");
   t.deepEqual(seen, ["kept", "grpc"]);
 });
@@ -240,13 +299,16 @@ test("calls connect-es must answer itself are left to its gRPC handler", (t) => 
 test("the adapter serves a binary gRPC unary call through the lane, and a compressed one through connect-es's gRPC path", async (t) => {
   // connect-es ends each call by aborting its signal without a reason (a DOMException); the lane, with its own.
   const reasons: unknown[] = [];
-  const { router: served, methods: servedMethods } = recordingUnaryMethods(
-    createConnectRouter({ acceptCompression: ACCEPTED_COMPRESSIONS }),
-  );
+  const { router: served, methods: servedMethods } = createRecordingRouter({ acceptCompression: ACCEPTED_COMPRESSIONS });
   served.service(EventService, {
     async publishEvent(request, context) {
       context.signal.addEventListener("abort", () => reasons.push(context.signal.reason));
       if (request.event === "Order.Failed") throw new ConnectError("no such event: Order.Failed; see /docs", Code.FailedPrecondition);
+      if (request.event === "Order.Hop") {
+        // Connection-specific: HTTP/2 forbids them, and Node would throw on them (for trailers, from its own event).
+        context.responseHeader.set("transfer-encoding", "chunked");
+        context.responseTrailer.set("connection", "close");
+      }
       return create(PublishEventResponseSchema, { jobIds: ["j1"] });
     },
   });
@@ -268,8 +330,15 @@ test("the adapter serves a binary gRPC unary call through the lane, and a compre
   t.is(failed.trailers["grpc-status"], String(Code.FailedPrecondition));
   // grpc-message encoded as the gRPC spec says: printable ASCII as is.
   t.is(failed.trailers["grpc-message"], "no such event: Order.Failed; see /docs");
+  const hop = await call(encodeEnvelope(0, message("Order.Hop")));
+  t.is(hop.trailers["grpc-status"], "0", "connection-specific headers are left out, not fatal");
+  t.is(hop.headers["transfer-encoding"], undefined);
   t.is((await call(encodeEnvelope(1, gzipSync(message("Order.Created"))), { "grpc-encoding": "gzip" })).trailers["grpc-status"], "0");
-  t.is(reasons.length, 3);
-  t.true(reasons[0] instanceof ConnectError && reasons[1] instanceof ConnectError, "the lane's calls end with its own reason");
-  t.is((reasons[2] as Error).name, "AbortError", "connect-es's gRPC path ends the call with a DOMException");
+  t.is(reasons.length, 4);
+  t.true(
+    reasons.slice(0, 3).every((reason) => reason instanceof ConnectError),
+    "the lane's calls end with its own reason, or their error",
+  );
+  t.is((reasons[1] as ConnectError).code, Code.FailedPrecondition);
+  t.is((reasons[3] as Error).name, "AbortError", "connect-es's gRPC path ends the call with a DOMException");
 });
