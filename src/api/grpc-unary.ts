@@ -40,7 +40,7 @@ export interface UnaryMethod {
 
 /** The binary gRPC content types (gRPC-Web and gRPC with JSON are left to connect-es). */
 const BINARY_GRPC = /^application\/grpc(\+proto)?$/i;
-/** Why a call's signal aborts once its answer is made: one object, as it carries nothing of the call. */
+/** Why a call's signal aborts once its answer is made: one object, shared by every call, so nothing may annotate it. */
 const CALL_ENDED = new ConnectError("the call ended", Code.Canceled);
 
 /** Router options the lane does not honour: a method served with any of them takes connect-es's path. */
@@ -63,9 +63,12 @@ export function createRecordingRouter(options: ConnectRouterOptions = {}): {
   const record = (spec: MethodImplSpec, own: Partial<ConnectRouterOptions> | undefined) => {
     const merged: Partial<ConnectRouterOptions> = own ? { ...validateUniversalHandlerOptions(options), ...own } : options;
     const given = { ...options, ...own }; // what was set, before connect-es fills in its defaults
+    const path = createMethodUrl("/", spec.method);
+    // A method registered again replaces what was recorded for it, as its new handler replaces the old.
+    methods.delete(path);
     if (spec.kind !== "unary" || merged.grpc === false || NOT_HONOURED.some((name) => given[name] !== undefined)) return;
     const valid = validateUniversalHandlerOptions(merged);
-    methods.set(createMethodUrl("/", spec.method), {
+    methods.set(path, {
       spec,
       interceptors: valid.interceptors,
       acceptCompression: valid.acceptCompression,

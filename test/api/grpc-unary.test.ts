@@ -200,6 +200,14 @@ test("what the router was given decides what the lane serves: the router's inter
   const offGrpc = createRecordingRouter({ grpc: false });
   offGrpc.router.service(EventService, { publishEvent });
   t.is(offGrpc.methods.get(publishHandler.requestPath), undefined, "grpc: false");
+  const own: Interceptor = (next) => next;
+  const replaced = createRecordingRouter({ interceptors: [routerLevel] });
+  replaced.router.service(EventService, { publishEvent }, { interceptors: [own] });
+  t.deepEqual(replaced.methods.get(publishHandler.requestPath)?.interceptors, [own], "a service's own interceptors replace the router's");
+  const twice = createRecordingRouter();
+  twice.router.service(EventService, { publishEvent });
+  twice.router.rpc(EventService.method.publishEvent, publishEvent, { writeMaxBytes: 1024 });
+  t.is(twice.methods.get(publishHandler.requestPath), undefined, "registered again with an option the lane does not honour");
   const closing = createRecordingRouter({ shutdownSignal: new AbortController().signal });
   closing.router.service(EventService, { publishEvent });
   t.is(closing.methods.get(publishHandler.requestPath), undefined, "a shutdown signal");
