@@ -1,6 +1,7 @@
 import { Coalescer } from "../../coalescer.js";
 import { FanOutChangedError } from "../../domain/errors.js";
 import type { Subscription } from "../../domain/model.js";
+import { type ArrayElement, arrayLiteral } from "../../store/postgres/array-literal.js";
 import { currentFanOutPrint, fanOutPrint } from "../../store/postgres/fan-out-versions.js";
 import {
   type ForDeliveryRow,
@@ -229,12 +230,12 @@ function insertedLocked(delivery: NewDelivery, at: Date, owner: string): LockedJ
 function insertValues(deliveries: readonly NewDelivery[], locked: readonly boolean[], at: Date, owner: string | null): unknown[] {
   return [
     ...insertParameters(deliveries.map((delivery) => delivery.notification)),
-    deliveries.map((delivery) => delivery.notification.id),
-    deliveries.map((delivery) => delivery.endpoint),
-    locked,
+    arrayLiteral(deliveries.map((delivery) => delivery.notification.id)),
+    arrayLiteral(deliveries.map((delivery) => delivery.endpoint)),
+    arrayLiteral(locked),
     at,
     owner,
-    deliveries.map((delivery) => delivery.traceContext ?? null),
+    arrayLiteral(deliveries.map((delivery) => delivery.traceContext ?? null)),
   ];
 }
 
@@ -281,9 +282,9 @@ function saveJobs(first: number): string {
 
 export const SAVE = saveJobs(2);
 
-/** saveJobs' parameters from `$first` on, one array per column. */
-function stateParameters(states: readonly JobState[]): unknown[] {
-  const column = <T>(pick: (job: JobState) => T) => states.map(pick);
+/** saveJobs' parameters from `$first` on, one array literal per column. */
+function stateParameters(states: readonly JobState[]): string[] {
+  const column = (pick: (job: JobState) => ArrayElement) => arrayLiteral(states.map(pick));
   return [
     column((job) => job.heldLock),
     column((job) => job.nextRunAt),
@@ -397,7 +398,7 @@ export class PostgresJobStore implements DeliveryJobStore {
         const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
           name: "wh-save-jobs",
           text: SAVE,
-          values: [jobs.map((job) => job.id), ...stateParameters(jobs)],
+          values: [arrayLiteral(jobs.map((job) => job.id)), ...stateParameters(jobs)],
         });
         return touched(jobs, rows);
       },
@@ -407,7 +408,11 @@ export class PostgresJobStore implements DeliveryJobStore {
       const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
         name: "wh-renew-jobs",
         text: RENEW,
-        values: [jobs.map((job) => job.id), jobs.map((job) => job.heldLock), jobs.map((job) => job.lockedAt)],
+        values: [
+          arrayLiteral(jobs.map((job) => job.id)),
+          arrayLiteral(jobs.map((job) => job.heldLock)),
+          arrayLiteral(jobs.map((job) => job.lockedAt)),
+        ],
       });
       return touched(jobs, rows);
     });
@@ -416,7 +421,7 @@ export class PostgresJobStore implements DeliveryJobStore {
         const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
           name: "wh-finish-jobs",
           text: FINISH,
-          values: [...recordParameters(runs), runs.map((run) => run.heldLock)],
+          values: [...recordParameters(runs), arrayLiteral(runs.map((run) => run.heldLock))],
         });
         return touched(
           runs.map((run) => ({ id: run.attempt.notificationId, heldLock: run.heldLock })),
@@ -446,7 +451,7 @@ export class PostgresJobStore implements DeliveryJobStore {
       const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
         name: "wh-remove-jobs",
         text: REMOVE,
-        values: [jobs.map((job) => job.id), jobs.map((job) => job.heldLock)],
+        values: [arrayLiteral(jobs.map((job) => job.id)), arrayLiteral(jobs.map((job) => job.heldLock))],
       });
       return touched(jobs, rows);
     });
@@ -505,7 +510,7 @@ export class PostgresJobStore implements DeliveryJobStore {
     await this.pools.bookkeeping.query({
       name: "wh-unlock-jobs",
       text: UNLOCK,
-      values: [jobs.map((job) => job.id), jobs.map((job) => job.lockedAt)],
+      values: [arrayLiteral(jobs.map((job) => job.id)), arrayLiteral(jobs.map((job) => job.lockedAt))],
     });
   }
 

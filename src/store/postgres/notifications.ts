@@ -1,6 +1,7 @@
 import { Coalescer } from "../../coalescer.js";
 import type { DeliveryAttempt, Notification, NotificationStatus, Subscription } from "../../domain/model.js";
 import type { DeliveryRead, NotificationQuery, NotificationStore } from "../../domain/ports.js";
+import { type ArrayElement, arrayLiteral } from "./array-literal.js";
 import { isDataError, optional } from "./rows.js";
 import type { SqlPool } from "./sql-pool.js";
 import { SUBSCRIPTION_COLUMNS, type SubscriptionRow, toSubscription } from "./subscriptions.js";
@@ -142,9 +143,9 @@ export const INSERT_NOTIFICATIONS = `
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::timestamptz[], $10::timestamptz[])
     AS t (id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, created_at, updated_at)`;
 
-/** One column array per inserted field, in insertNotifications' order. */
-export function insertParameters(notifications: readonly Notification[]): unknown[] {
-  const column = <K extends keyof Notification>(key: K) => notifications.map((n) => n[key] ?? null);
+/** One column array (an array literal) per inserted field, in insertNotifications' order. */
+export function insertParameters(notifications: readonly Notification[]): string[] {
+  const column = <K extends keyof Notification>(key: K) => arrayLiteral(notifications.map((n) => (n[key] ?? null) as ArrayElement));
   return [
     column("id"),
     column("subscriptionId"),
@@ -188,9 +189,9 @@ const RECORD_ATTEMPTS = `${RECORD_ATTEMPTS_CTES} SELECT count(*) FROM recorded`;
 /** An attempt and the status it moves its notification to. */
 export type RecordedAttempt = { attempt: DeliveryAttempt; status: NotificationStatus };
 
-/** RECORD_ATTEMPTS_CTES' parameters, one array per column. */
-export function recordParameters(records: readonly RecordedAttempt[]): unknown[] {
-  const column = <T>(pick: (r: RecordedAttempt) => T) => records.map(pick);
+/** RECORD_ATTEMPTS_CTES' parameters, one array literal per column. */
+export function recordParameters(records: readonly RecordedAttempt[]): string[] {
+  const column = (pick: (r: RecordedAttempt) => ArrayElement) => arrayLiteral(records.map(pick));
   return [
     column((r) => r.attempt.notificationId),
     column((r) => r.attempt.attempt),
