@@ -143,9 +143,12 @@ export const INSERT_NOTIFICATIONS = `
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::timestamptz[], $10::timestamptz[])
     AS t (id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, created_at, updated_at)`;
 
+/** The fields insertParameters writes, each one the array literal can hold (the compiler checks it). */
+type InsertedField = { [K in keyof Notification]-?: Notification[K] extends ArrayElement ? K : never }[keyof Notification];
+
 /** One column array (an array literal) per inserted field, in insertNotifications' order. */
 export function insertParameters(notifications: readonly Notification[]): string[] {
-  const column = <K extends keyof Notification>(key: K) => arrayLiteral(notifications.map((n) => (n[key] ?? null) as ArrayElement));
+  const column = (key: InsertedField) => arrayLiteral(notifications.map((n) => n[key] ?? null));
   return [
     column("id"),
     column("subscriptionId"),
