@@ -5,7 +5,7 @@ import { arrayLiteral } from "../../src/store/postgres/array-literal.js";
 import { EmbeddedPool } from "../../src/store/postgres/embedded-pool.js";
 import { isDataError } from "../../src/store/postgres/rows.js";
 import type { SqlPool } from "../../src/store/postgres/sql-pool.js";
-import { embeddedDataDir } from "../helpers/stores.js";
+import { embeddedDataDir, postgresOnly } from "../helpers/stores.js";
 
 // pg spells a time in the process's local time: not UTC here (Node reads TZ again when it is set).
 process.env.TZ = "America/St_Johns";
@@ -69,11 +69,13 @@ test("the embedded database reads each literal as pg's own array", async (t) => 
   await roundTrips(t, pool);
 });
 
-const postgresUrl = process.env.POSTGRES_URL;
-if (postgresUrl) {
+const postgres = postgresOnly(test, "PostgreSQL reads each literal as pg's own array");
+if (postgres) {
   test("PostgreSQL reads each literal as pg's own array", async (t) => {
-    const pool = new pg.Pool({ connectionString: postgresUrl, max: 1 });
+    const store = await postgres.create();
+    t.teardown(() => store.cleanup());
+    const pool = new pg.Pool({ connectionString: store.env.DATABASE_URL as string, max: 1 });
     t.teardown(() => pool.end());
     await roundTrips(t, pool);
   });
-} else test.skip("PostgreSQL reads each literal as pg's own array: needs PostgreSQL (set POSTGRES_URL)", () => {});
+}
