@@ -70,22 +70,10 @@ export async function openStore(config: StoreConfig, log: Logger): Promise<OpenS
  */
 const VACUUM_EVERY_MS = 10_000;
 
-/**
- * The embedded database's VACUUMs (PGlite is one session: every statement
- * waits while one runs). The delivery jobs' table, every row of it
- * inserted, locked and deleted, as often as a server's is looked at: a few
- * ms. The whole database (notifications updated at each attempt, attempts
- * appended: their pages marked all-visible, old rows frozen) rarely, as
- * its VACUUM takes longer as they grow (30-90 ms with a few minutes' worth
- * of notifications).
- */
-const EMBEDDED_VACUUMS = [
-  { everyMs: VACUUM_EVERY_MS, tables: ["wh_delivery_jobs"] },
-  { everyMs: 30 * VACUUM_EVERY_MS, tables: [] },
-];
-
 async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
-  const pool = await EmbeddedPool.open(dataDir, STABLE_PLANS, (err) => log.error({ err }, "embedded database failed"), EMBEDDED_VACUUMS);
+  const pool = await EmbeddedPool.open(dataDir, STABLE_PLANS, (err) => log.error({ err }, "embedded database failed"), {
+    vacuumEveryMs: VACUUM_EVERY_MS,
+  });
   try {
     await migrate(pool);
   } catch (error) {

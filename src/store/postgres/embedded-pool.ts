@@ -22,21 +22,15 @@ import type { SqlClient, SqlPool } from "./sql-pool.js";
  *
  * PGlite runs no autovacuum: a table whose rows come and go (the delivery
  * jobs: each inserted, locked and deleted) would grow by every row it ever
- * held, ~400 bytes a job, never reused. Each of `vacuums` has the pool run
- * VACUUM on its tables (none: the whole database) that often, in its turn
- * like any statement, every other statement waiting behind it.
+ * held, ~400 bytes a job, never reused. With `vacuumEveryMs` the pool runs
+ * VACUUM that often, in its turn like any statement (a few ms with little
+ * to do, ~20 ms after 25,000 jobs came and went).
  */
-/** Every `everyMs`, VACUUM of those of `tables` (names in the search path) there are, or of the whole database if none are named. */
-export interface VacuumSchedule {
-  everyMs: number;
-  tables: readonly string[];
-}
-
 export class EmbeddedPool implements SqlPool {
   /** Resolves when the statement or transaction before the next one is done. */
   #turn: Promise<void> = Promise.resolve();
   #closed = false;
-  readonly #vacuums: NodeJS.Timeout[] = [];
+  #vacuum: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly thread: EmbeddedThread,
@@ -45,13 +39,13 @@ export class EmbeddedPool implements SqlPool {
 
   /**
    * Opens (or creates) the database under `dataDir` and applies `settings` (e.g. `enable_seqscan=off`) to its
-   * session; runs each of `vacuums` (a failure goes to `onError`).
+   * session; with `vacuumEveryMs`, vacuums it that often (a failure goes to `onError`).
    */
   static async open(
     dataDir: string,
     settings: readonly string[],
     onError: (error: Error) => void,
-    vacuums: readonly VacuumSchedule[] = [],
+    options: { vacuumEveryMs?: number } = {},
   ): Promise<EmbeddedPool> {
     const thread = await EmbeddedThread.start(join(dataDir, "pglite"));
     const client = new pg.Client({ stream: () => thread.socket, user: "postgres", database: "postgres" });
@@ -65,39 +59,25 @@ export class EmbeddedPool implements SqlPool {
       throw error;
     }
     const pool = new EmbeddedPool(thread, client);
-    for (const vacuum of vacuums) pool.#vacuumEvery(vacuum, onError);
+    if (options.vacuumEveryMs !== undefined) pool.#vacuumEvery(options.vacuumEveryMs, onError);
     return pool;
   }
 
-  #vacuumEvery({ everyMs, tables }: VacuumSchedule, onError: (error: Error) => void): void {
+  #vacuumEvery(ms: number, onError: (error: Error) => void): void {
     let running = false;
-    const timer = setInterval(() => {
+    this.#vacuum = setInterval(() => {
       // One at a time: a VACUUM still waiting for its turn is not queued again (end() stops the timer first).
       if (running) return;
       running = true;
-      this.#vacuum(tables)
+      this.query("VACUUM")
         .catch((error: Error) => {
           if (!this.#closed) onError(error);
         })
         .finally(() => {
           running = false;
         });
-    }, everyMs);
-    timer.unref();
-    this.#vacuums.push(timer);
-  }
-
-  /** VACUUM of those of `tables` there are (none yet: nothing), or of the whole database. */
-  async #vacuum(tables: readonly string[]): Promise<void> {
-    if (tables.length === 0) {
-      await this.query("VACUUM");
-      return;
-    }
-    const { rows } = await this.query<{ name: string }>(
-      "SELECT format('%I.%I', n.nspname, c.relname) AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND c.relname = ANY($1) AND n.nspname = ANY(current_schemas(false))",
-      [tables],
-    );
-    if (rows.length > 0) await this.query(`VACUUM ${rows.map((row) => row.name).join(", ")}`);
+    }, ms);
+    this.#vacuum.unref();
   }
 
   query<R extends QueryResultRow = QueryResultRow>(config: string | QueryConfig, values?: unknown[]): Promise<QueryResult<R>> {
@@ -131,7 +111,7 @@ export class EmbeddedPool implements SqlPool {
   }
 
   async end(): Promise<void> {
-    for (const timer of this.#vacuums) clearInterval(timer);
+    clearInterval(this.#vacuum);
     await this.#inTurn(async () => {
       this.#closed = true;
       await this.client.end();
