@@ -11,29 +11,26 @@ async function dataDir(t: import("ava").ExecutionContext): Promise<string> {
 }
 
 // The embedded tests take turns: each PGlite instance is a few hundred MB and seconds of CPU.
-test.serial(
-  "a new embedded database is made whole, keeps what is written, and runs with its settings: a small buffer pool, WAL segments not zero-filled",
-  async (t) => {
-    const dir = await dataDir(t);
-    const directory = join(dir, "pglite");
-    const first = await openEmbeddedDatabase(directory);
-    try {
-      await first.exec("CREATE TABLE kept (n int); INSERT INTO kept VALUES (42)");
-      t.is((await first.query<{ shared_buffers: string }>("SHOW shared_buffers")).rows[0]?.shared_buffers, EMBEDDED_SHARED_BUFFERS);
-      // A new WAL segment is not written full of zeros first.
-      t.is((await first.query<{ wal_init_zero: string }>("SHOW wal_init_zero")).rows[0]?.wal_init_zero, "off");
-    } finally {
-      await first.close();
-    }
-    t.deepEqual(await readdir(dir), ["pglite"], "nothing half-made is left beside it");
-    const again = await openEmbeddedDatabase(directory);
-    try {
-      t.deepEqual((await again.query<{ n: number }>("SELECT n FROM kept")).rows, [{ n: 42 }]);
-    } finally {
-      await again.close();
-    }
-  },
-);
+test.serial("a new embedded database is made whole, keeps what is written, and runs with its settings", async (t) => {
+  const dir = await dataDir(t);
+  const directory = join(dir, "pglite");
+  const first = await openEmbeddedDatabase(directory);
+  try {
+    await first.exec("CREATE TABLE kept (n int); INSERT INTO kept VALUES (42)");
+    t.is((await first.query<{ shared_buffers: string }>("SHOW shared_buffers")).rows[0]?.shared_buffers, EMBEDDED_SHARED_BUFFERS);
+    // A new WAL segment is not written full of zeros first.
+    t.is((await first.query<{ wal_init_zero: string }>("SHOW wal_init_zero")).rows[0]?.wal_init_zero, "off");
+  } finally {
+    await first.close();
+  }
+  t.deepEqual(await readdir(dir), ["pglite"], "nothing half-made is left beside it");
+  const again = await openEmbeddedDatabase(directory);
+  try {
+    t.deepEqual((await again.query<{ n: number }>("SELECT n FROM kept")).rows, [{ n: 42 }]);
+  } finally {
+    await again.close();
+  }
+});
 
 test.serial("an empty directory where the database goes gives way to a new one; an interrupted creation's leftovers go", async (t) => {
   const dir = await dataDir(t);
