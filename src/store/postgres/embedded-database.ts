@@ -39,7 +39,7 @@ export const WASM_FLAGS = "--liftoff-only";
  *   statement behind it, for 80-140 ms (at 200 events/s, every 45 s or so).
  *   Off, a new segment is made by writing its last byte.
  */
-export const EMBEDDED_SETTINGS = [`shared_buffers=${EMBEDDED_SHARED_BUFFERS}`, "wal_init_zero=off"] as const;
+const EMBEDDED_SETTINGS = [`shared_buffers=${EMBEDDED_SHARED_BUFFERS}`, "wal_init_zero=off"] as const;
 
 /**
  * Opens the PGlite database in `directory`, creating it first if there is
