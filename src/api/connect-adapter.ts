@@ -84,9 +84,10 @@ async function serve(
     facts.refusal ??= new ConnectError(error.message, Code.ResourceExhausted);
     body = new Uint8Array(0);
   }
-  let request = universalRequest(req, res, body, edgeContextValues(facts));
+  const controller = new AbortController();
+  let request = universalRequest(req, res, body, edgeContextValues(facts), controller);
   // A binary gRPC unary call: parsed once, answered by the same interceptors and implementation, written as is.
-  const unary = facts.refusal ? undefined : grpcUnaryCall(unaryMethod, request, body);
+  const unary = facts.refusal ? undefined : grpcUnaryCall(unaryMethod, request, body, controller);
   if (unary) {
     writeGrpcAnswer(res, await answerGrpcUnary(unary));
     return;

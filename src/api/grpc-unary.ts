@@ -15,7 +15,6 @@ import {
 import {
   type Compression,
   compressionNegotiate,
-  createDeadlineSignal,
   createLinkedAbortController,
   createMethodUrl,
   encodeEnvelope,
@@ -101,6 +100,13 @@ export interface GrpcUnaryCall {
   request: UniversalServerRequest;
   input: Message;
   timeoutMs: number | undefined;
+  /**
+   * The controller of `request`'s signal, when its maker gives it: the call's
+   * signal is then the request's own, which the lane aborts at the deadline,
+   * with the error the call failed with, and once the answer is made, instead
+   * of a second signal linked to it. Nothing but the call may use that signal.
+   */
+  controller: AbortController | undefined;
 }
 
 /**
@@ -119,6 +125,7 @@ export function grpcUnaryCall(
   method: UnaryMethod | undefined,
   request: UniversalServerRequest,
   body: Uint8Array,
+  controller?: AbortController,
 ): GrpcUnaryCall | undefined {
   if (!method || request.method !== "POST") return undefined;
   if (!BINARY_GRPC.test(request.header.get("content-type") ?? "")) return undefined;
@@ -129,7 +136,7 @@ export function grpcUnaryCall(
   const timeout = parseTimeout(request.header.get("grpc-timeout"), method.maxTimeoutMs);
   if (timeout.error) return undefined;
   const input = parsed(method.spec.method.input, message);
-  return input && { method, request, input, timeoutMs: timeout.timeoutMs };
+  return input && { method, request, input, timeoutMs: timeout.timeoutMs, controller };
 }
 
 function parsed(schema: DescMessage, bytes: Uint8Array): Message | undefined {
@@ -163,8 +170,8 @@ export async function answerGrpcUnary(call: GrpcUnaryCall): Promise<GrpcAnswer> 
   const trailer = new Headers({ "grpc-status": grpcStatusOk });
   const compression = compressionNegotiate(acceptCompression, null, request.header.get("grpc-accept-encoding"), "grpc-accept-encoding");
   if (compression.response) header.set("grpc-encoding", compression.response.name);
-  const deadline = call.timeoutMs === undefined ? undefined : createDeadlineSignal(call.timeoutMs);
-  const ended = createLinkedAbortController(deadline?.signal, request.signal);
+  const ended = call.controller ?? createLinkedAbortController(request.signal);
+  const deadline = call.timeoutMs === undefined ? undefined : atDeadline(ended, call.timeoutMs);
   const endsAt = call.timeoutMs === undefined ? undefined : Date.now() + call.timeoutMs;
   const context: HandlerContext = {
     method: spec.method,
@@ -172,7 +179,8 @@ export async function answerGrpcUnary(call: GrpcUnaryCall): Promise<GrpcAnswer> 
     signal: ended.signal,
     timeoutMs: () => (endsAt === undefined ? undefined : endsAt - Date.now()),
     requestMethod: request.method,
-    requestHeader: new Headers(request.header),
+    // The request's own headers: the lane has read what it needs of them, and nothing reads them after the call.
+    requestHeader: request.header,
     responseHeader: header,
     responseTrailer: trailer,
     protocolName: "grpc",
@@ -194,10 +202,20 @@ export async function answerGrpcUnary(call: GrpcUnaryCall): Promise<GrpcAnswer> 
       error instanceof ConnectError ? error : new ConnectError("internal error", Code.Internal, undefined, undefined, error),
     );
   } finally {
-    deadline?.cleanup();
+    clearTimeout(deadline);
     ended.abort(CALL_ENDED);
   }
   return { header, envelope, trailer };
+}
+
+/** Aborts `controller` with deadline_exceeded in `timeoutMs` (at once if that is not positive), as connect-es's deadline signal does; answers the timer to clear. */
+function atDeadline(controller: AbortController, timeoutMs: number): NodeJS.Timeout | undefined {
+  const expire = () => {
+    if (!controller.signal.aborted) controller.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+  };
+  if (timeoutMs > 0) return setTimeout(expire, timeoutMs);
+  expire();
+  return undefined;
 }
 
 /**

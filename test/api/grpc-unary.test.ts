@@ -40,6 +40,8 @@ const refuse: Interceptor = (next) => async (request) => {
   if (request.header.has("x-refuse")) throw new ConnectError("refused here", Code.PermissionDenied, { "x-why": "a test" });
   return next(request);
 };
+/** The signals the handler was given for "Order.Watched" calls. */
+const signals: AbortSignal[] = [];
 const { router, methods } = createRecordingRouter({ acceptCompression: ACCEPTED_COMPRESSIONS });
 router.service(
   EventService,
@@ -59,6 +61,11 @@ router.service(
       // Over 1 KiB: compressed when the client accepts it.
       if (request.event === "Order.Many")
         return create(PublishEventResponseSchema, { jobIds: Array.from({ length: 100 }, (_, i) => `job-${i}-${"x".repeat(20)}`) });
+      if (request.event === "Order.Watched") {
+        signals.push(context.signal);
+        const reason = context.signal.aborted ? ConnectError.from(context.signal.reason) : undefined;
+        return create(PublishEventResponseSchema, { jobIds: [reason ? Code[reason.code] : "open"] });
+      }
       context.responseTrailer.set("x-seen", "yes");
       // The handler's deadline, as it reads it, is the answer's job id.
       const left = context.timeoutMs();
@@ -261,6 +268,28 @@ test("the deadline: grpc-timeout is the handler's timeout, as connect-es's gRPC 
     ).jobIds[0];
   t.is(await jobOf("60S"), "running");
   t.is(await jobOf("0n"), "expired");
+});
+
+test("given the request's own controller, the call's signal is the request's: aborted at the deadline, and once answered", async (t) => {
+  const body = encodeEnvelope(0, message("Order.Watched"));
+  const answered = async (headers: Record<string, string>, controller?: AbortController) => {
+    const request = { ...grpcRequest(body, headers), ...(controller ? { signal: controller.signal } : {}) };
+    const answer = await answerGrpcUnary(taken(grpcUnaryCall(methods.get(publishHandler.requestPath), request, body, controller)));
+    return { seen: fromBinary(PublishEventResponseSchema, laneAnswer(answer).body.subarray(5)).jobIds[0], request };
+  };
+  for (const given of [true, false]) {
+    const controller = given ? new AbortController() : undefined;
+    const { seen, request } = await answered({}, controller);
+    const signal = signals.at(-1);
+    t.is(seen, "open", `given: ${given}`);
+    t.is(signal === request.signal, given, "the request's own signal only when its controller is given");
+    t.is(ConnectError.from(signal?.reason).code, Code.Canceled, "aborted once answered");
+    const expired = await answered({ "grpc-timeout": "0n" }, given ? new AbortController() : undefined);
+    t.is(expired.seen, "DeadlineExceeded", `given: ${given}`);
+  }
+  const gone = new AbortController();
+  gone.abort(new ConnectError("the client went away", Code.Canceled));
+  t.is((await answered({ "grpc-timeout": "60S" }, gone)).seen, "Canceled", "a client gone before the call");
 });
 
 test("the handler reads the gRPC call's metadata", async (t) => {
