@@ -30,5 +30,6 @@ EXPOSE 8080
 # The slim image has no curl; Node's fetch probes /healthz.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# 16 MB semi-spaces for the event loop: see docs/performance.md, Memory.
-CMD ["node", "--require", "./dist/thread-pool.cjs", "--max-semi-space-size=16", "dist/main.js"]
+# As npm start runs it: 16 MB semi-spaces for the event loop, each scavenged by the thread that
+# allocated it (docs/performance.md: Memory, What limits throughput).
+CMD ["node", "--require", "./dist/thread-pool.cjs", "--max-semi-space-size=16", "--no-parallel-scavenge", "dist/main.js"]

@@ -13,7 +13,7 @@
  */
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { createPrivateKey, generateKeyPairSync } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import { cpus, tmpdir, totalmem } from "node:os";
@@ -24,6 +24,7 @@ import { signBody } from "../src/domain/signature.js";
 import { generateEd25519KeyPair, standardWebhooksHeaders } from "../src/domain/standard-webhooks.js";
 import { type GcPauses, gcPausesBetween, gcPausesOf } from "./gc-pauses.js";
 import { SCHEMES, type Scheme, type SchemeFigures, schemeTable } from "./schemes.js";
+import { preloadFrom, startCommand } from "./start-command.js";
 import { median, slowest, steadyRate, summarise } from "./stats.js";
 import { type Figure, summary, verdicts } from "./targets.js";
 
@@ -46,10 +47,11 @@ const ADMIN = "bench-admin-token-0123456789";
 /** The service build the bench runs (BENCH_SERVICE: another one, to compare builds in turn). */
 const SERVICE_ENTRY = process.env.BENCH_SERVICE ?? "dist/main.js";
 const SERVICE_PRELOAD = resolve(dirname(SERVICE_ENTRY), "thread-pool.cjs");
-/** As `npm start` runs it: with its build's thread-pool preload (if that build has one). */
-const SERVICE_NODE_ARGS = [...(existsSync(SERVICE_PRELOAD) ? ["--require", SERVICE_PRELOAD] : []), "--max-semi-space-size=16"];
+const START = startCommand(JSON.parse(readFileSync("package.json", "utf8")).scripts.start);
+/** As `npm start` runs it (package.json's start script), with the thread-pool preload of the build it runs, if that build has one. */
+const SERVICE_NODE_ARGS = preloadFrom(START.nodeArgs, "thread-pool.cjs", existsSync(SERVICE_PRELOAD) ? SERVICE_PRELOAD : undefined);
 /** The environment `npm start` gives it (glibc's malloc thresholds: see docs/performance.md, Memory). */
-const SERVICE_ENV = { MALLOC_MMAP_THRESHOLD_: "131072", MALLOC_TRIM_THRESHOLD_: "131072" };
+const SERVICE_ENV = START.env;
 const MASTER = "ab".repeat(32);
 /** Publish calls in flight at once in (a) and its warm-up (BENCH_PUBLISHERS overrides it, for diagnosis). */
 const THROUGHPUT_PUBLISHERS = Number(process.env.BENCH_PUBLISHERS ?? 64);

@@ -112,6 +112,17 @@ test("the Dockerfile builds on an exact Node image", async (t) => {
   t.regex(dockerfile, /^RUN npm ci /m);
 });
 
+test("the Dockerfile runs the service as npm start does: the same node flags, and glibc's malloc thresholds", async (t) => {
+  const dockerfile = await readFile(join(ROOT, "Dockerfile"), "utf8");
+  const start: string = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")).scripts.start;
+  const words = start.split(/\s+/);
+  const command = JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)?.[1] ?? "[]");
+  t.deepEqual(command, words.slice(words.indexOf("node")));
+  const defaults = [...start.matchAll(/(\w+)=\$\{\1:-(\w+)\}/g)];
+  t.true(defaults.length > 0);
+  for (const [, name, value] of defaults) t.regex(dockerfile, new RegExp(`^ENV .*\\b${name}=${value}\\b`, "m"));
+});
+
 // Brings the stack up for real: only where a Docker daemon answers.
 const compose2 = succeeds("docker", ["compose", "version"]);
 const hasDaemon = (compose2 || hasCompose) && succeeds("docker", ["info"]);

@@ -1,0 +1,37 @@
+/** How `npm start` runs the service: node's arguments before the entry point, and the environment it sets. */
+export interface StartCommand {
+  nodeArgs: string[];
+  env: Record<string, string>;
+}
+
+/**
+ * Reads package.json's start script, `NAME=${NAME:-value} … node ARGS… ENTRY`:
+ * each variable with its default, and node's arguments without the entry
+ * point (its last word), so that the bench runs the service as `npm start`
+ * does, with one list of flags to keep.
+ */
+export function startCommand(script: string): StartCommand {
+  const words = script.trim().split(/\s+/);
+  const node = words.indexOf("node");
+  if (node < 0 || words.length < node + 2) throw new Error(`the start script does not run node with an entry point: ${script}`);
+  const env: Record<string, string> = {};
+  for (const word of words.slice(0, node)) {
+    const match = /^(\w+)=\$\{\1:-([^}]*)\}$/.exec(word);
+    if (!match) throw new Error(`the start script sets ${word}, not NAME=\${NAME:-value}`);
+    env[match[1] as string] = match[2] as string;
+  }
+  return { nodeArgs: words.slice(node + 1, -1), env };
+}
+
+/** `args` with the module they preload as `--require …/name` taken from `path` instead, or dropped where there is none (undefined). */
+export function preloadFrom(args: readonly string[], name: string, path: string | undefined): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === "--require" && args[i + 1]?.endsWith(`/${name}`)) {
+      if (path) out.push(arg, path);
+      i++;
+    } else out.push(arg);
+  }
+  return out;
+}

@@ -1,0 +1,31 @@
+import { readFile } from "node:fs/promises";
+import test from "ava";
+import { preloadFrom, startCommand } from "../../bench/start-command.js";
+
+test("the bench reads npm start's node arguments and environment from package.json", async (t) => {
+  const { scripts } = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8"));
+  const { nodeArgs, env } = startCommand(scripts.start);
+  t.true(nodeArgs.includes("--max-semi-space-size=16"));
+  t.false(nodeArgs.includes("dist/main.js"));
+  t.is(env.MALLOC_TRIM_THRESHOLD_, "131072");
+});
+
+test("a start script's variables and node's arguments, without its entry point", (t) => {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's \${NAME:-value}, as package.json's start script writes it
+  t.deepEqual(startCommand("A_=${A_:-1} B=${B:-} node --require ./x.cjs --flag dist/main.js"), {
+    nodeArgs: ["--require", "./x.cjs", "--flag"],
+    env: { A_: "1", B: "" },
+  });
+});
+
+test("a start script the bench cannot follow is refused, and named", (t) => {
+  t.throws(() => startCommand("tsx src/main.ts"), { message: /does not run node/ });
+  t.throws(() => startCommand("A=1 node dist/main.js"), { message: /sets A=1/ });
+});
+
+test("the preload is taken from the build the bench runs, or dropped where that build has none", (t) => {
+  const args = ["--require", "./dist/thread-pool.cjs", "--flag"];
+  t.deepEqual(preloadFrom(args, "thread-pool.cjs", "/other/dist/thread-pool.cjs"), ["--require", "/other/dist/thread-pool.cjs", "--flag"]);
+  t.deepEqual(preloadFrom(args, "thread-pool.cjs", undefined), ["--flag"]);
+  t.deepEqual(preloadFrom(["--require", "./probe.cjs"], "thread-pool.cjs", undefined), ["--require", "./probe.cjs"]);
+});
