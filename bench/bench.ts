@@ -48,7 +48,10 @@ const ADMIN = "bench-admin-token-0123456789";
 const SERVICE_ENTRY = process.env.BENCH_SERVICE ?? "dist/main.js";
 const SERVICE_PRELOAD = resolve(dirname(SERVICE_ENTRY), "thread-pool.cjs");
 const START = startCommand(JSON.parse(readFileSync("package.json", "utf8")).scripts.start);
-/** As `npm start` runs it (package.json's start script), with the thread-pool preload of the build it runs, if that build has one. */
+/**
+ * As `npm start` runs it (this checkout's package.json, whichever build BENCH_SERVICE names), with the
+ * thread-pool preload of the build it runs, if that build has one. BENCH_NODE_ARGS come after, and win.
+ */
 const SERVICE_NODE_ARGS = preloadFrom(START.nodeArgs, "thread-pool.cjs", existsSync(SERVICE_PRELOAD) ? SERVICE_PRELOAD : undefined);
 /** The environment `npm start` gives it (glibc's malloc thresholds: see docs/performance.md, Memory). */
 const SERVICE_ENV = START.env;

@@ -13,7 +13,8 @@ export interface StartCommand {
 export function startCommand(script: string): StartCommand {
   const words = script.trim().split(/\s+/);
   const node = words.indexOf("node");
-  if (node < 0 || words.length < node + 2) throw new Error(`the start script does not run node with an entry point: ${script}`);
+  if (node < 0 || words.length < node + 2 || !words.at(-1)?.endsWith(".js"))
+    throw new Error(`the start script does not run node with a .js entry point as its last word: ${script}`);
   const env: Record<string, string> = {};
   for (const word of words.slice(0, node)) {
     const match = /^(\w+)=\$\{\1:-([^}]*)\}$/.exec(word);
@@ -23,7 +24,11 @@ export function startCommand(script: string): StartCommand {
   return { nodeArgs: words.slice(node + 1, -1), env };
 }
 
-/** `args` with the module they preload as `--require …/name` taken from `path` instead, or dropped where there is none (undefined). */
+/**
+ * `args` with the module they preload as `--require …/name` taken from `path`
+ * instead, or dropped where there is none (undefined). Any other mention of
+ * `name` is refused: the bench would load this checkout's copy into another build.
+ */
 export function preloadFrom(args: readonly string[], name: string, path: string | undefined): string[] {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -31,7 +36,8 @@ export function preloadFrom(args: readonly string[], name: string, path: string 
     if (arg === "--require" && args[i + 1]?.endsWith(`/${name}`)) {
       if (path) out.push(arg, path);
       i++;
-    } else out.push(arg);
+    } else if (arg.includes(name)) throw new Error(`the start script preloads ${name} as ${arg}, not as --require …/${name}`);
+    else out.push(arg);
   }
   return out;
 }

@@ -61,9 +61,11 @@ router.service(
       // Over 1 KiB: compressed when the client accepts it.
       if (request.event === "Order.Many")
         return create(PublishEventResponseSchema, { jobIds: Array.from({ length: 100 }, (_, i) => `job-${i}-${"x".repeat(20)}`) });
-      if (request.event === "Order.Watched") {
+      if (request.event === "Order.Watched" || request.event === "Order.Waiting") {
         signals.push(context.signal);
-        const reason = context.signal.aborted ? ConnectError.from(context.signal.reason) : undefined;
+        const { signal } = context;
+        if (request.event === "Order.Waiting" && !signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve));
+        const reason = signal.aborted ? ConnectError.from(signal.reason) : undefined;
         return create(PublishEventResponseSchema, { jobIds: [reason ? Code[reason.code] : "open"] });
       }
       context.responseTrailer.set("x-seen", "yes");
@@ -271,25 +273,28 @@ test("the deadline: grpc-timeout is the handler's timeout, as connect-es's gRPC 
 });
 
 test("given the request's own controller, the call's signal is the request's: aborted at the deadline, and once answered", async (t) => {
-  const body = encodeEnvelope(0, message("Order.Watched"));
-  const answered = async (headers: Record<string, string>, controller?: AbortController) => {
+  const answered = async (event: string, headers: Record<string, string>, controller?: AbortController) => {
+    const body = encodeEnvelope(0, message(event));
     const request = { ...grpcRequest(body, headers), ...(controller ? { signal: controller.signal } : {}) };
     const answer = await answerGrpcUnary(taken(grpcUnaryCall(methods.get(publishHandler.requestPath), request, body, controller)));
-    return { seen: fromBinary(PublishEventResponseSchema, laneAnswer(answer).body.subarray(5)).jobIds[0], request };
+    const signal = signals.at(-1);
+    t.is(signal === request.signal, controller !== undefined, "the request's own signal only when its controller is given");
+    t.true(signal?.aborted, "aborted once answered");
+    return fromBinary(PublishEventResponseSchema, laneAnswer(answer).body.subarray(5)).jobIds[0];
   };
   for (const given of [true, false]) {
-    const controller = given ? new AbortController() : undefined;
-    const { seen, request } = await answered({}, controller);
-    const signal = signals.at(-1);
-    t.is(seen, "open", `given: ${given}`);
-    t.is(signal === request.signal, given, "the request's own signal only when its controller is given");
-    t.is(ConnectError.from(signal?.reason).code, Code.Canceled, "aborted once answered");
-    const expired = await answered({ "grpc-timeout": "0n" }, given ? new AbortController() : undefined);
-    t.is(expired.seen, "DeadlineExceeded", `given: ${given}`);
+    const controller = () => (given ? new AbortController() : undefined);
+    t.is(await answered("Order.Watched", {}, controller()), "open", `given: ${given}`);
+    t.is(await answered("Order.Watched", { "grpc-timeout": "0n" }, controller()), "DeadlineExceeded", `already past, given: ${given}`);
+    t.is(
+      await answered("Order.Waiting", { "grpc-timeout": "50m" }, controller()),
+      "DeadlineExceeded",
+      `passed during the call, given: ${given}`,
+    );
   }
   const gone = new AbortController();
   gone.abort(new ConnectError("the client went away", Code.Canceled));
-  t.is((await answered({ "grpc-timeout": "60S" }, gone)).seen, "Canceled", "a client gone before the call");
+  t.is(await answered("Order.Watched", { "grpc-timeout": "60S" }, gone), "Canceled", "a client gone before the call");
 });
 
 test("the handler reads the gRPC call's metadata", async (t) => {

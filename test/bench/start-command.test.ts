@@ -20,6 +20,7 @@ test("a start script's variables and node's arguments, without its entry point",
 
 test("a start script the bench cannot follow is refused, and named", (t) => {
   t.throws(() => startCommand("tsx src/main.ts"), { message: /does not run node/ });
+  t.throws(() => startCommand("node dist/main.js --port 1"), { message: /entry point as its last word/ });
   t.throws(() => startCommand("A=1 node dist/main.js"), { message: /sets A=1/ });
 });
 
@@ -28,4 +29,5 @@ test("the preload is taken from the build the bench runs, or dropped where that 
   t.deepEqual(preloadFrom(args, "thread-pool.cjs", "/other/dist/thread-pool.cjs"), ["--require", "/other/dist/thread-pool.cjs", "--flag"]);
   t.deepEqual(preloadFrom(args, "thread-pool.cjs", undefined), ["--flag"]);
   t.deepEqual(preloadFrom(["--require", "./probe.cjs"], "thread-pool.cjs", undefined), ["--require", "./probe.cjs"]);
+  t.throws(() => preloadFrom(["-r", "./dist/thread-pool.cjs"], "thread-pool.cjs", undefined), { message: /preloads thread-pool.cjs as/ });
 });
