@@ -1,13 +1,14 @@
-/** How `npm start` runs the service: node's arguments before the entry point, and the environment it sets. */
+/** How `npm start` runs the service: node's arguments before the entry point, the entry point, and the environment it sets. */
 export interface StartCommand {
   nodeArgs: string[];
+  entry: string;
   env: Record<string, string>;
 }
 
 /**
  * Reads package.json's start script, `NAME=${NAME:-value} … node ARGS… ENTRY`:
- * each variable with its default, and node's arguments without the entry
- * point (its last word), so that the bench runs the service as `npm start`
+ * each variable with its default, node's arguments, and the entry point
+ * (its last word), so that the bench runs the service as `npm start`
  * does, with one list of flags to keep.
  */
 export function startCommand(script: string): StartCommand {
@@ -21,7 +22,7 @@ export function startCommand(script: string): StartCommand {
     if (!match) throw new Error(`the start script sets ${word}, not NAME=\${NAME:-value}`);
     env[match[1] as string] = match[2] as string;
   }
-  return { nodeArgs: words.slice(node + 1, -1), env };
+  return { nodeArgs: words.slice(node + 1, -1), entry: words.at(-1) as string, env };
 }
 
 /**

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import test from "ava";
 import { parse } from "yaml";
+import { startCommand } from "../bench/start-command.js";
 import { loadConfig } from "../src/config.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -114,13 +115,12 @@ test("the Dockerfile builds on an exact Node image", async (t) => {
 
 test("the Dockerfile runs the service as npm start does: the same node flags, and glibc's malloc thresholds", async (t) => {
   const dockerfile = await readFile(join(ROOT, "Dockerfile"), "utf8");
-  const start: string = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")).scripts.start;
-  const words = start.split(/\s+/);
+  const start = startCommand(JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")).scripts.start);
   const command = JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)?.[1] ?? "[]");
-  t.deepEqual(command, words.slice(words.indexOf("node")));
-  const defaults = [...start.matchAll(/(\w+)=\$\{\1:-(\w+)\}/g)];
+  t.deepEqual(command, ["node", ...start.nodeArgs, start.entry]);
+  const defaults = Object.entries(start.env);
   t.true(defaults.length > 0);
-  for (const [, name, value] of defaults) t.regex(dockerfile, new RegExp(`^ENV .*\\b${name}=${value}\\b`, "m"));
+  for (const [name, value] of defaults) t.regex(dockerfile, new RegExp(`^ENV .*\\b${name}=${value}\\b`, "m"));
 });
 
 // Brings the stack up for real: only where a Docker daemon answers.

@@ -40,7 +40,7 @@ const refuse: Interceptor = (next) => async (request) => {
   if (request.header.has("x-refuse")) throw new ConnectError("refused here", Code.PermissionDenied, { "x-why": "a test" });
   return next(request);
 };
-/** The signals the handler was given for "Order.Watched" calls. */
+/** The signals the handler was given for "Order.Watched" and "Order.Waiting" calls. */
 const signals: AbortSignal[] = [];
 const { router, methods } = createRecordingRouter({ acceptCompression: ACCEPTED_COMPRESSIONS });
 router.service(
@@ -62,8 +62,8 @@ router.service(
       if (request.event === "Order.Many")
         return create(PublishEventResponseSchema, { jobIds: Array.from({ length: 100 }, (_, i) => `job-${i}-${"x".repeat(20)}`) });
       if (request.event === "Order.Watched" || request.event === "Order.Waiting") {
-        signals.push(context.signal);
         const { signal } = context;
+        signals.push(signal);
         if (request.event === "Order.Waiting" && !signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve));
         const reason = signal.aborted ? ConnectError.from(signal.reason) : undefined;
         return create(PublishEventResponseSchema, { jobIds: [reason ? Code[reason.code] : "open"] });
