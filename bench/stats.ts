@@ -33,13 +33,14 @@ export function steadyRate(times: readonly number[]): number {
 }
 
 /**
- * When the slowest 1 % of receipts arrived, in seconds from the first, with their latency: a few
- * bunched together is a stall, many spread over the phase a general slowdown (for diagnosis).
+ * When the slowest 1 % of receipts arrived, in seconds from the first (whose wall-clock time it
+ * gives, to line them up with logs), with their latency: a few bunched together is a stall, many
+ * spread over the phase a general slowdown (for diagnosis).
  */
 export function slowest(records: readonly { at: number; latencyMs: number }[]): string {
   if (records.length === 0) return "no receipts";
   const first = Math.min(...records.map((record) => record.at));
   const worst = [...records].sort((a, b) => b.latencyMs - a.latencyMs).slice(0, Math.max(1, Math.ceil(records.length / 100)));
   const at = worst.sort((a, b) => a.at - b.at).map((record) => `${((record.at - first) / 1000).toFixed(2)} s: ${record.latencyMs} ms`);
-  return `slowest 1 % at ${at.join(", ")}`;
+  return `slowest 1 % (from ${new Date(first).toISOString()}) at ${at.join(", ")}`;
 }
