@@ -10,7 +10,16 @@ PORT=${PORT:-8080}
 RECEIVER_PORT=${RECEIVER_PORT:-9000}
 WORK=$(mktemp -d)   # the embedded store, the logs and the key: nothing is left in the checkout
 SERVICE_PID="" RECEIVER_PID=""
-stop() { for pid in $SERVICE_PID $RECEIVER_PID; do kill -- "-$pid" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$WORK"; }
+# Stops both jobs and waits until every process of theirs has exited (npm returns before the service
+# has closed its store), then removes $WORK.
+stop() {
+  for pid in $SERVICE_PID $RECEIVER_PID; do kill -- "-$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  for pid in $SERVICE_PID $RECEIVER_PID; do
+    for _ in $(seq 300); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.1; done
+  done
+  rm -rf "$WORK"
+}
 trap stop EXIT
 step() { printf '\n\033[1m%s\033[0m\n' "$*"; }
 # Waits until the command succeeds, for at most 60 s.
