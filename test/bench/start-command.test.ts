@@ -6,6 +6,7 @@ test("the bench reads npm start's node arguments and environment from package.js
   const { scripts } = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8"));
   const { nodeArgs, entry, env } = startCommand(scripts.start);
   t.true(nodeArgs.includes("--max-semi-space-size=16"));
+  t.true(nodeArgs.includes("--heap-growing-percent=100"));
   t.false(nodeArgs.includes("dist/main.js"));
   t.is(entry, "dist/main.js");
   t.is(env.MALLOC_TRIM_THRESHOLD_, "131072");
