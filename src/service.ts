@@ -10,7 +10,7 @@ import { createRoutes, SERVICES } from "./api/routes.js";
 import { createRpcMetricsInterceptor } from "./api/rpc-metrics.js";
 import { createTracingInterceptor } from "./api/tracing-interceptor.js";
 import type { Config } from "./config.js";
-import { createDeliveryEngine } from "./delivery/agenda/create-delivery-engine.js";
+import { DeliveryEngine } from "./delivery/delivery-engine.js";
 import { DeliveryWorker } from "./delivery/delivery-worker.js";
 import { HttpSender } from "./delivery/http-sender.js";
 import { RelaySender } from "./delivery/relay-sender.js";
@@ -30,6 +30,7 @@ import { TracingObserver } from "./observability/delivery-tracing.js";
 import { ServiceMetrics } from "./observability/metrics.js";
 import { RecentDeliveries } from "./observability/recent-deliveries.js";
 import { currentTraceHeaders } from "./observability/trace-context.js";
+import { openJobs } from "./store/open-jobs.js";
 import { openStore } from "./store/open-store.js";
 
 /** How often a gRPC health Watch looks for a change of readiness. */
@@ -111,7 +112,7 @@ async function startOn(
       announce: (activity) => feed.relay(activity),
     });
     const worker = new DeliveryWorker({
-      store: opened.deliveryStore,
+      subscriptions: opened.deliveryStore.subscriptions,
       sender,
       relay,
       retryPolicy: config.retryPolicy,
@@ -122,17 +123,19 @@ async function startOn(
       log,
       shutdown: shutdown.signal,
     });
-    const engine = createDeliveryEngine(opened.database, {
+    // Longer than any attempt (timeout plus store writes), so a second
+    // worker never runs one twice; short enough that a crashed worker's
+    // jobs come back soon.
+    const lockLifetimeMs = Math.max(2 * config.deliveryTimeoutMs, config.deliveryTimeoutMs + 10_000);
+    // Unique per instance (replicas in containers share pid 1): the holder of its locks.
+    const { jobs, wakeUps } = openJobs(opened.database, { owner: instanceName, lockLifetimeMs });
+    const engine = new DeliveryEngine(jobs, wakeUps, {
       worker,
       retryPolicy: config.retryPolicy,
       concurrency: config.deliveryConcurrency,
       limits: config.deliveryLimits,
       pollIntervalMs: config.schedulerPollMs,
-      // Longer than any attempt (timeout plus store writes), so a second
-      // worker never runs one twice; short enough that a crashed worker's
-      // jobs come back soon.
-      lockLifetimeMs: Math.max(2 * config.deliveryTimeoutMs, config.deliveryTimeoutMs + 10_000),
-      // Unique per instance (replicas in containers share pid 1): the holder of its locks.
+      lockLifetimeMs,
       name: instanceName,
       log,
     });

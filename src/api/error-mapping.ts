@@ -2,7 +2,6 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import {
   ConflictError,
   DomainError,
-  FanOutChangedError,
   NotFoundError,
   PermissionDeniedError,
   StoreUnavailableError,
@@ -18,7 +17,6 @@ const CODES: ReadonlyArray<[new (...args: never[]) => DomainError, Code]> = [
   [PermissionDeniedError, Code.PermissionDenied],
   [NotFoundError, Code.NotFound],
   [ConflictError, Code.AlreadyExists],
-  [FanOutChangedError, Code.Aborted],
   [StoreUnavailableError, Code.Unavailable],
   [WatcherTooSlowError, Code.ResourceExhausted],
 ];

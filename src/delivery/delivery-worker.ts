@@ -1,13 +1,14 @@
 import type { Logger } from "pino";
 import type { DeliveryEvent, DeliveryObserver } from "../domain/delivery-events.js";
 import type { KeySealer } from "../domain/key-sealing.js";
-import { type DeliveryAttempt, type FinalStatus, type Notification, SUBSCRIPTION_DELETED, type Subscription } from "../domain/model.js";
-import type { Store } from "../domain/ports.js";
+import { type DeliveryAttempt, type FinalStatus, SUBSCRIPTION_DELETED, type Subscription } from "../domain/model.js";
+import type { SubscriptionStore } from "../domain/ports.js";
 import { isRelay } from "../domain/relay.js";
 import type { RetryPolicy } from "../domain/retry-policy.js";
 import { settleRotation } from "../domain/subscriptions.js";
-import { DeliverySigner, remember } from "./delivery-signer.js";
+import { DeliverySigner } from "./delivery-signer.js";
 import type { HttpSender } from "./http-sender.js";
+import type { DeliveryRead } from "./job-store.js";
 import type { RelaySender } from "./relay-sender.js";
 
 /** A retry an attempt asks for: `retry` is its number (1-based); `retryAfterMs`, the receiver's Retry-After. */
@@ -17,12 +18,12 @@ export interface RetryRequest {
   retryAfterMs?: number;
 }
 
-/** What the scheduler does after an attempt. */
-export type AttemptOutcome =
-  | { kind: "done" }
-  | ({ kind: "retry" } & RetryRequest)
-  /** Shutdown interrupted the attempt: run the same attempt again later. */
-  | { kind: "requeue" };
+/**
+ * What the scheduler does after an attempt: "done" (its record ended or
+ * rescheduled the job, or there was nothing to deliver), or "requeue"
+ * (shutdown interrupted it: the same attempt runs again later).
+ */
+export type AttemptOutcome = "done" | "requeue";
 
 /** The scheduler's part in one attempt: told when its request is done, and recording the attempt that ends it. */
 export interface AttemptRun {
@@ -30,21 +31,12 @@ export interface AttemptRun {
   requestDone(): void;
   /**
    * Records an attempt that ends its notification (delivered, or failed for
-   * good), as the store's recordAttempt does, in the scheduler's own write:
-   * the notification's job ends with it.
+   * good): the notification's job ends with it.
    */
   recordFinal(attempt: DeliveryAttempt, status: FinalStatus): Promise<void>;
-  /**
-   * Records a failed attempt that leaves its notification pending, as the
-   * store's recordAttempt does, in the scheduler's own write: the one that
-   * schedules `retry`.
-   */
+  /** Records a failed attempt that leaves its notification pending, with its retry scheduled. */
   recordRetry(attempt: DeliveryAttempt, retry: RetryRequest): Promise<void>;
 }
-
-/** Reads in hand for attempts about to run (see expect); older ones are read again. */
-const EXPECTED_LIMIT = 10_000;
-const EXPECTED_MAX_AGE_MS = 2_000;
 
 type Level = "info" | "warn" | "error";
 
@@ -80,11 +72,11 @@ class AttemptLog {
  */
 export class DeliveryWorker {
   readonly #signer: DeliverySigner;
-  readonly #expected = new Map<string, { notification: Notification; subscription: Subscription; at: number }>();
 
   constructor(
     private readonly deps: {
-      store: Store;
+      /** Where failure streaks and automatic disabling are written. */
+      subscriptions: SubscriptionStore;
       sender: HttpSender;
       /** Attempts of relay subscriptions go to their listener instead (see domain/relay.ts). */
       relay: RelaySender;
@@ -108,18 +100,18 @@ export class DeliveryWorker {
   }
 
   /**
-   * Makes the notification's next attempt. The attempt number comes from the
-   * attempts recorded in the store, so a crash between the POST and the
-   * record repeats the same `X-JobAttempt`, and our own failures (store
-   * down) never use up the receiver's retries.
+   * Makes the notification's next attempt, from `read` (the notification and
+   * its subscription as read with the job's lock; undefined: the
+   * notification is gone). The attempt number comes from the attempts
+   * recorded in the store, so a crash between the POST and the record
+   * repeats the same `X-JobAttempt`, and our own failures (store down) never
+   * use up the receiver's retries.
    */
-  async attemptNext(notificationId: string, run: AttemptRun): Promise<AttemptOutcome> {
-    const { store } = this.deps;
-    const read = this.#takeExpected(notificationId) ?? (await store.notifications.getForDelivery(notificationId));
+  async attempt(notificationId: string, read: DeliveryRead | undefined, run: AttemptRun): Promise<AttemptOutcome> {
     const notification = read?.notification;
     if (notification?.status !== "pending") {
       this.deps.log.debug({ jobId: notificationId, status: notification?.status }, "nothing to deliver");
-      return { kind: "done" };
+      return "done";
     }
     const attempt = notification.attemptCount;
     // Fields on each line rather than a child logger: a child per attempt costs more than the lines it writes.
@@ -144,7 +136,7 @@ export class DeliveryWorker {
       const error = subscription ? "subscription is disabled" : SUBSCRIPTION_DELETED;
       await abandon(error);
       log.warn(`delivery abandoned: ${error}`);
-      return { kind: "done" };
+      return "done";
     }
 
     let headers: Record<string, string>;
@@ -155,7 +147,7 @@ export class DeliveryWorker {
       // will not open on a retry either: fail visibly instead of looping.
       await abandon(`cannot sign: the subscription's signing key does not open (${(err as Error).message})`);
       log.error({ err }, "delivery failed: signing key does not open");
-      return { kind: "done" };
+      return "done";
     }
     this.#observe({ kind: "attempt-started", at: new Date(), notification, subscription, attempt });
     const result = isRelay(subscription)
@@ -169,7 +161,7 @@ export class DeliveryWorker {
     run.requestDone();
     if (result.interrupted) {
       log.info("attempt interrupted by shutdown; it will run again");
-      return { kind: "requeue" };
+      return "requeue";
     }
 
     const succeeded = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
@@ -204,21 +196,21 @@ export class DeliveryWorker {
     const fields = { statusCode: result.statusCode, durationMs: result.durationMs, error: result.error };
     if (succeeded) {
       log.info(fields, "delivered");
-      return { kind: "done" };
+      return "done";
     }
     if (gone) {
       await this.#disable(subscription, "gone", "disabled automatically: the receiver answered 410 Gone").catch((err: unknown) =>
         log.error({ err }, "disabling after 410 failed"),
       );
       log.warn(fields, "receiver answered 410 Gone; subscription disabled, no retries");
-      return { kind: "done" };
+      return "done";
     }
     if (lastAttempt) {
       log.warn(fields, "delivery failed; retries exhausted");
-      return { kind: "done" };
+      return "done";
     }
     log.info(fields, "delivery failed; will retry");
-    return { kind: "retry", ...retry };
+    return "done";
   }
 
   /**
@@ -233,7 +225,7 @@ export class DeliveryWorker {
    * read after it ended instead of this one: later, never earlier.
    */
   async #trackHealth(subscription: Subscription, succeeded: boolean, at: Date, log: AttemptLog): Promise<void> {
-    const { subscriptions } = this.deps.store;
+    const { subscriptions } = this.deps;
     if (succeeded) {
       if (subscription.failingSince) await subscriptions.markHealthy(subscription.id);
       return;
@@ -250,35 +242,11 @@ export class DeliveryWorker {
 
   async #disable(subscription: Subscription, cause: "gone" | "failing", reason: string): Promise<void> {
     const at = new Date();
-    await this.deps.store.subscriptions.disable(subscription.id, reason, at);
+    await this.deps.subscriptions.disable(subscription.id, reason, at);
     this.#observe({ kind: "subscription-disabled", at, subscription, cause, reason });
   }
 
   #observe(event: DeliveryEvent): void {
     this.deps.observer.observe(event);
-  }
-
-  /**
-   * A notification whose job this process runs at once, with its
-   * subscription, as just stored or just read with the job's lock: its next
-   * attempt uses them instead of reading both again (they are what the read
-   * would answer a moment later). Kept for EXPECTED_MAX_AGE_MS, as long as a
-   * job locked ahead is handed out; one that waits longer is read again.
-   * `readAt`: when what is given was read (its age counts from then).
-   */
-  expect(notification: Notification, subscription: Subscription, readAt = Date.now()): void {
-    remember(this.#expected, notification.id, { notification, subscription, at: readAt }, EXPECTED_LIMIT);
-  }
-
-  /** A read kept for this notification is stale (its job was just read again, and found no subscription): its next attempt reads. */
-  unexpect(notificationId: string): void {
-    this.#expected.delete(notificationId);
-  }
-
-  #takeExpected(notificationId: string): { notification: Notification; subscription: Subscription } | undefined {
-    const expected = this.#expected.get(notificationId);
-    if (!expected) return undefined;
-    this.#expected.delete(notificationId);
-    return Date.now() - expected.at < EXPECTED_MAX_AGE_MS ? expected : undefined;
   }
 }

@@ -37,18 +37,6 @@ export class ConflictError extends DomainError {}
 /** The store can't be reached right now (connection lost or refused): nothing was done; retrying later can work. */
 export class StoreUnavailableError extends DomainError {}
 
-/**
- * The event's subscriptions changed between the read a publish fanned out
- * from and its write: nothing was stored. Read them again and fan out anew
- * (Notifications does; its last read is stored unchecked, so a publish
- * never fails for it).
- */
-export class FanOutChangedError extends DomainError {
-  constructor() {
-    super("the event's subscriptions changed while it was being published, and nothing was stored: publish it again");
-  }
-}
-
 /** A live watcher read more slowly than activities came: it was cut off instead of buffered without bound. */
 export class WatcherTooSlowError extends DomainError {
   constructor(readonly capacity: number) {

@@ -1,12 +1,12 @@
 import type { DeliveryObserver } from "./delivery-events.js";
-import { FanOutChangedError, NotFoundError, ValidationError } from "./errors.js";
+import { NotFoundError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
 import { isWellFormedId, newId } from "./ids.js";
 import type { DeliveryAttempt, JsonObject, Notification, NotificationStatus, Subscription } from "./model.js";
 import { buildNotificationBody } from "./notification-body.js";
 import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
 import { assertPayloadMatches } from "./payload-schema.js";
-import type { AcceptOptions, DeliveryQueue, NotificationStore, SubscriptionStore } from "./ports.js";
+import type { DeliveryQueue, NotificationStore, SubscriptionStore } from "./ports.js";
 import type { Subscriptions } from "./subscriptions.js";
 
 export interface NotificationsDeps {
@@ -30,8 +30,6 @@ export interface PublishInput {
 
 const MAX_IDEMPOTENCY_KEY = 200;
 const MAX_RECOVER = 10_000;
-/** Reads of an event's subscriptions one publish makes while the accept finds they changed since (FanOutChangedError); the last is not checked. */
-const MAX_FAN_OUT_READS = 3;
 
 /**
  * Accepting, listing and redelivering notifications. Accepting stores and
@@ -50,38 +48,17 @@ export class Notifications {
     const key = input.idempotencyKey ?? "";
     if (key.length > MAX_IDEMPOTENCY_KEY)
       throw new ValidationError(`idempotencyKey is longer than ${MAX_IDEMPOTENCY_KEY} characters`, "idempotencyKey");
-    for (let read = 1; ; read++) {
-      // The first read may be one kept from an earlier publish; after a refusal, the database's own.
-      const subscriptions = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name, { fresh: read > 1 });
-      const notifications = this.#fanOut(subscriptions, type.name, body, at);
-      // The last read is stored as read: subscriptions that keep changing (a receiver flapping between
-      // failing and not) must not stop the event being published.
-      const check = read < MAX_FAN_OUT_READS;
-      try {
-        return await this.#acceptPublished(input.clientId, key, type.name, notifications, subscriptions, { check });
-      } catch (error) {
-        if (!(error instanceof FanOutChangedError) || !check) throw error;
-      }
-    }
-  }
-
-  async #acceptPublished(
-    clientId: string,
-    key: string,
-    event: string,
-    notifications: readonly Notification[],
-    subscriptions: readonly Subscription[],
-    options: AcceptOptions,
-  ): Promise<{ jobIds: string[]; duplicate: boolean }> {
+    const subscriptions = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
+    const notifications = this.#fanOut(subscriptions, type.name, body, at);
     if (key === "") {
-      await this.#accept(notifications, subscriptions, options);
-      this.#published(event, notifications.length);
+      await this.#accept(notifications, subscriptions);
+      this.#published(type.name, notifications.length);
       return { jobIds: notifications.map((n) => n.id), duplicate: false };
     }
-    const { ids, duplicate } = await this.deps.queue.acceptOnce(clientId, key, notifications, subscriptions, options);
+    const { ids, duplicate } = await this.deps.queue.acceptOnce(input.clientId, key, notifications, subscriptions);
     if (!duplicate) {
       this.#accepted(notifications);
-      this.#published(event, notifications.length);
+      this.#published(type.name, notifications.length);
     }
     return { jobIds: ids, duplicate };
   }
@@ -193,8 +170,8 @@ export class Notifications {
     }));
   }
 
-  async #accept(notifications: readonly Notification[], subscriptions: readonly Subscription[], options?: AcceptOptions): Promise<void> {
-    await this.deps.queue.accept(notifications, subscriptions, options);
+  async #accept(notifications: readonly Notification[], subscriptions: readonly Subscription[]): Promise<void> {
+    await this.deps.queue.accept(notifications, subscriptions);
     this.#accepted(notifications);
   }
 

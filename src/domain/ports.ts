@@ -47,13 +47,8 @@ export interface SubscriptionStore {
   findByUrl(clientId: string, url: string): Promise<Subscription[]>;
   /** The client's subscriptions, oldest first, after `after`. */
   listByClient(clientId: string, limit: number, after?: Cursor): Promise<Subscription[]>;
-  /**
-   * The client's enabled subscriptions to this event (publishing fans out to
-   * these); callers may share one answer, so none changes it. The answer may
-   * be one kept from an earlier read (see DeliveryQueue.accept); `fresh`
-   * reads the database now.
-   */
-  listEnabledForEvent(clientId: string, event: string, options?: { fresh?: boolean }): Promise<Subscription[]>;
+  /** The client's enabled subscriptions to this event (publishing fans out to these). */
+  listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]>;
   /**
    * Writes the owner-controlled fields (not the failure streak, nor the
    * signature scheme, fixed at creation), only if the
@@ -87,22 +82,16 @@ export interface NotificationQuery {
   before?: Cursor;
 }
 
-/** Notifications as stored; they are created through the DeliveryQueue, which queues them in the same write. */
-/** What an attempt reads: the notification and its subscription (absent once deleted). */
-export interface DeliveryRead {
-  notification: Notification;
-  subscription?: Subscription;
-}
-
+/**
+ * Notifications as stored, for reading. They are written by the delivery
+ * engine alone (DeliveryQueue): stored with their first attempt's job in one
+ * write, and each attempt recorded with its job's end or retry.
+ */
 export interface NotificationStore {
   get(id: string): Promise<Notification | undefined>;
-  /** What an attempt needs, in one read: the notification and its subscription (absent once deleted). */
-  getForDelivery(id: string): Promise<DeliveryRead | undefined>;
   list(query: NotificationQuery): Promise<Notification[]>;
   /** Failed notifications of a subscription created at or after `since`, oldest first. */
   listFailedSince(subscriptionId: string, since: Date, limit: number): Promise<Notification[]>;
-  /** Appends the attempt and moves the notification to `status`. */
-  recordAttempt(attempt: DeliveryAttempt, status: NotificationStatus): Promise<void>;
   listAttempts(notificationId: string): Promise<DeliveryAttempt[]>;
 }
 
@@ -110,27 +99,15 @@ export interface NotificationStore {
  * The delivery engine, as the domain sees it. Accepting stores the
  * notifications and queues their first attempts in one durable write: once
  * it resolves, each will be attempted until delivered or failed for good.
- * `subscriptions` are the ones the notifications were made for. Where
- * fan-outs are kept between publishes on a database other instances write
- * to, an accept checks that `subscriptions` are still the enabled ones of
- * their client and event, as read, and otherwise stores nothing and rejects
- * with FanOutChangedError: read them fresh and fan out again. With
- * `{ check: false }` it stores them as read, whatever changed since (the
- * last of a publish's reads).
+ * `subscriptions` are the ones the notifications were made for.
  */
 export interface DeliveryQueue {
-  accept(notifications: readonly Notification[], subscriptions: readonly Subscription[], options?: AcceptOptions): Promise<void>;
+  accept(notifications: readonly Notification[], subscriptions: readonly Subscription[]): Promise<void>;
   /** The same, once per client and idempotency key: a repeated key stores nothing and answers the first call's ids. */
   acceptOnce(
     clientId: string,
     key: string,
     notifications: readonly Notification[],
     subscriptions: readonly Subscription[],
-    options?: AcceptOptions,
   ): Promise<{ ids: string[]; duplicate: boolean }>;
-}
-
-export interface AcceptOptions {
-  /** Whether the accept may refuse a fan-out that changed since it was read (FanOutChangedError); true unless said. */
-  check?: boolean;
 }

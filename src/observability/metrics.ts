@@ -1,6 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { JobCounts } from "../delivery/agenda/delivery-job-store.js";
-import type { LaneOccupancy } from "../delivery/fair-lanes.js";
+import type { LaneOccupancy } from "../delivery/fairness/fair-lanes.js";
+import type { JobCounts } from "../delivery/job-store.js";
 
 /** What the scrape-time gauges read: the job store's counts (every instance's queue) and this instance's lanes. */
 export interface QueueSources {

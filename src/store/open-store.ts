@@ -2,7 +2,6 @@ import { type Db, MongoClient } from "mongodb";
 import pg from "pg";
 import type { Logger } from "pino";
 import type { Store } from "../domain/ports.js";
-import { FanOutCache } from "./fan-out-cache.js";
 import { createMongoStore, ensureMongoIndexes } from "./mongo/mongo-store.js";
 import { trackConnections } from "./postgres/closing-pool.js";
 import { EmbeddedPool } from "./postgres/embedded-pool.js";
@@ -18,7 +17,7 @@ export type StoreConfig =
   /** `changeStreams`: wake every instance's scheduler through a change stream (needs a replica set). */
   | { kind: "mongodb"; url: string; changeStreams: boolean };
 
-/** The database the store lives in, for the delivery engine to keep its jobs next to the notifications. */
+/** The database the store lives in, for the delivery jobs (open-jobs.ts) and the live feed to use. */
 export type Database =
   | {
       kind: "postgres";
@@ -28,12 +27,6 @@ export type Database =
       bookkeeping: SqlPool;
       /** A pool of real connections for LISTEN/NOTIFY between instances (wake-ups, the live feed); absent when embedded (one process only). */
       notifications?: pg.Pool;
-      /**
-       * Publishes fan out from answers kept between them (FanOutCache)
-       * while other instances may write the subscriptions: the job store
-       * checks each fan-out as it inserts it (fan-out-versions.ts).
-       */
-      checkFanOuts: boolean;
     }
   | { kind: "mongodb"; db: Db; changeStreams: boolean };
 
@@ -80,13 +73,11 @@ async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
     await pool.end();
     throw error;
   }
-  const tables = createPostgresStore(pool);
-  // One process holds the data directory: every write to subscriptions goes through this one store.
-  const store = { ...tables, subscriptions: new FanOutCache(tables.subscriptions) };
+  const store = createPostgresStore(pool);
   return {
     store,
     deliveryStore: store,
-    database: { kind: "postgres", api: pool, bookkeeping: pool, checkFanOuts: false },
+    database: { kind: "postgres", api: pool, bookkeeping: pool },
     description: `embedded PGlite in ${dataDir}`,
     close: () => pool.end(),
   };
@@ -191,12 +182,10 @@ async function openPostgres(url: string, poolSize: number, log: Logger): Promise
       ),
     onRecovered: () => log.info("vacuuming the service's tables works again"),
   });
-  const tables = createPostgresStore(api);
   return {
-    // Other instances' writes to subscriptions drop nothing kept here: the job store checks each fan-out.
-    store: { ...tables, subscriptions: new FanOutCache(tables.subscriptions, { keepEmpty: false }) },
+    store: createPostgresStore(api),
     deliveryStore: createPostgresStore(bookkeeping),
-    database: { kind: "postgres", api, bookkeeping, notifications, checkFanOuts: true },
+    database: { kind: "postgres", api, bookkeeping, notifications },
     description: `PostgreSQL at ${redact(url)}`,
     close: async () => {
       await vacuum.stop();

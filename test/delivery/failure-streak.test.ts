@@ -1,40 +1,38 @@
 import test from "ava";
 import { countCalls } from "../helpers/count-calls.js";
-import { storeRun, workerSetUp } from "../helpers/worker.js";
+import { workerSetUp } from "../helpers/worker.js";
 
 const failing = () => ({ status: 500 });
 
 test("a failure streak is written as it starts: a failure of a subscription read as failing already writes nothing", async (t) => {
-  const { opened, subscription, accept, worker } = await workerSetUp(t, { observe: () => {} }, failing);
+  const { opened, subscription, accept, attempt } = await workerSetUp(t, { observe: () => {} }, failing);
   const [first, second, third] = await accept(3);
   if (!first || !second || !third) return t.fail("three notifications");
   const streak = () => opened.store.subscriptions.get(subscription.id).then((read) => read?.failingSince);
 
-  await worker.attemptNext(first.id, storeRun(opened));
+  await attempt(first.id);
   const started = await streak();
   t.truthy(started, "a failure read as healthy starts the streak");
 
   // The store's streak is ended behind the worker's back; a read saying it runs writes nothing.
   await opened.store.subscriptions.markHealthy(subscription.id);
-  worker.expect(second, { ...subscription, failingSince: started });
-  await worker.attemptNext(second.id, storeRun(opened));
+  await attempt(second.id, { subscription: { ...subscription, failingSince: started } });
   t.is(await streak(), undefined, "read as failing already: no write");
 
   // Read as healthy (as the store has it): the streak starts again.
-  await worker.attemptNext(third.id, storeRun(opened));
+  await attempt(third.id);
   t.truthy(await streak());
 });
 
 test("a streak long enough to disable its subscription as read is checked with the store, which decides", async (t) => {
-  const { opened, subscription, accept, worker } = await workerSetUp(t, { observe: () => {} }, failing, { autoDisableAfterMs: 60_000 });
+  const { opened, subscription, accept, attempt } = await workerSetUp(t, { observe: () => {} }, failing, { autoDisableAfterMs: 60_000 });
   const [stale, old] = await accept(2);
   if (!stale || !old) return t.fail("two notifications");
   const read = () => opened.store.subscriptions.get(subscription.id);
   const longAgo = new Date(Date.now() - 120_000);
 
   // Read as failing for two minutes, but the store's streak (none) says otherwise: it starts now, no disabling.
-  worker.expect(stale, { ...subscription, failingSince: longAgo });
-  await worker.attemptNext(stale.id, storeRun(opened));
+  await attempt(stale.id, { subscription: { ...subscription, failingSince: longAgo } });
   const fresh = await read();
   t.true(fresh?.enabled, "the store's streak is new: still enabled");
   t.true((fresh?.failingSince?.getTime() ?? 0) > longAgo.getTime());
@@ -42,21 +40,19 @@ test("a streak long enough to disable its subscription as read is checked with t
   // The store's streak began two minutes ago too: now it is disabled.
   await opened.store.subscriptions.markHealthy(subscription.id);
   await opened.store.subscriptions.markFailing(subscription.id, longAgo);
-  worker.expect(old, { ...subscription, failingSince: longAgo });
-  await worker.attemptNext(old.id, storeRun(opened));
+  await attempt(old.id, { subscription: { ...subscription, failingSince: longAgo } });
   const disabled = await read();
   t.false(disabled?.enabled);
   t.regex(disabled?.disabledReason ?? "", /every delivery failed since/);
 });
 
 test("a retry storm writes its streak once: later failures of a subscription failing already leave the store alone", async (t) => {
-  const { opened, accept, worker } = await workerSetUp(t, { observe: () => {} }, failing);
+  const { opened, accept, attempt } = await workerSetUp(t, { observe: () => {} }, failing);
   const [notification] = await accept(1);
   if (!notification) return t.fail("one notification");
   // The store's own method, counted: each call is a write.
   const writes = countCalls(opened.store.subscriptions, "markFailing");
-  for (let attempt = 0; attempt < 4; attempt++) {
-    t.like(await worker.attemptNext(notification.id, storeRun(opened)), { kind: "retry", retry: attempt + 1 });
-  }
+  for (let n = 0; n < 4; n++) await attempt(notification.id);
+  t.is((await opened.store.notifications.get(notification.id))?.attemptCount, 4, "four attempts, each a failure to retry");
   t.is(writes.calls, 1, "four failures, one write: the streak's start");
 });

@@ -1,6 +1,6 @@
 import { Agenda } from "agenda";
 import test from "ava";
-import { PATCHED_SOURCE_SHA256, patchJobProcessorOf, sourceDigest } from "../../src/delivery/agenda/job-processor-patch.js";
+import { PATCHED_SOURCE_SHA256, patchJobProcessorOf, sourceDigest } from "../../src/delivery/job-processor-patch.js";
 import { adminAuth, createClient } from "../helpers/admin.js";
 import { Receiver } from "../helpers/receiver.js";
 import { rest, startTestService } from "../helpers/service.js";

@@ -1,6 +1,6 @@
 import { BaseNotificationChannel } from "agenda";
 import test from "ava";
-import { WakeChannel } from "../../src/delivery/agenda/wake-channel.js";
+import { WakeChannel } from "../../src/delivery/wake-channel.js";
 
 /** A remote channel that, like @agendajs/postgres-backend's, may still emit errors after it was disconnected. */
 class LateErroringChannel extends BaseNotificationChannel {

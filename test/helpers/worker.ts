@@ -1,31 +1,23 @@
 import type { ExecutionContext } from "ava";
 import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
-import { createJobStore } from "../../src/delivery/agenda/create-delivery-engine.js";
-import { type AttemptRun, DeliveryWorker } from "../../src/delivery/delivery-worker.js";
-import { endpointOf } from "../../src/delivery/endpoint.js";
+import { type AttemptOutcome, DeliveryWorker } from "../../src/delivery/delivery-worker.js";
 import { HttpSender } from "../../src/delivery/http-sender.js";
+import type { DeliveryRead } from "../../src/delivery/job-store.js";
 import { RelaySender } from "../../src/delivery/relay-sender.js";
 import type { DeliveryObserver } from "../../src/domain/delivery-events.js";
+import { endpointOf } from "../../src/domain/endpoint.js";
 import { newId } from "../../src/domain/ids.js";
 import { KeySealer } from "../../src/domain/key-sealing.js";
-import type { Notification } from "../../src/domain/model.js";
-import { type OpenStore, openStore } from "../../src/store/open-store.js";
+import type { Notification, Subscription } from "../../src/domain/model.js";
+import { openJobs } from "../../src/store/open-jobs.js";
+import { openStore } from "../../src/store/open-store.js";
 import { Receiver, type Responder } from "./receiver.js";
 import { FAST_TEST_ENV } from "./service.js";
 import { storeTargets } from "./stores.js";
 import { signedSubscription } from "./subscriptions.js";
 
 const [pglite] = storeTargets();
-
-/** An attempt run by no scheduler: its records go to the store as they are (no job to end with them). */
-export function storeRun(opened: OpenStore): AttemptRun {
-  return {
-    requestDone: () => {},
-    recordFinal: (attempt, status) => opened.store.notifications.recordAttempt(attempt, status),
-    recordRetry: (attempt) => opened.store.notifications.recordAttempt(attempt, "pending"),
-  };
-}
 
 /**
  * A worker over an embedded store holding one client's subscription to a
@@ -41,7 +33,7 @@ export async function workerSetUp(
   const config = loadConfig({ ...FAST_TEST_ENV, ...created.env });
   const log = pino({ level: "silent" });
   const opened = await openStore(config.store, log);
-  const jobs = createJobStore(opened.database, { owner: "worker-test", lockLifetimeMs: 30_000 });
+  const { jobs } = openJobs(opened.database, { owner: "worker-test", lockLifetimeMs: 30_000 });
   await jobs.prepare();
   const receiver = await Receiver.start(respond);
   const sender = new HttpSender({ timeoutMs: 2000, maxResponseBytes: 100, allowPrivateTargets: true, userAgent: "test" });
@@ -72,11 +64,11 @@ export async function workerSetUp(
       }),
     );
     const deliveries = notifications.map((notification) => ({ notification, endpoint: endpointOf(client.id, receiver.url) }));
-    await jobs.insert(deliveries, (all) => all.map(() => false));
+    await jobs.insert(deliveries);
     return notifications;
   };
   const worker = new DeliveryWorker({
-    store: opened.store,
+    subscriptions: opened.store.subscriptions,
     sender,
     relay: new RelaySender({ timeoutMs: 2000, maxResponseBytes: 100, announce: () => {} }),
     retryPolicy: config.retryPolicy,
@@ -86,5 +78,32 @@ export async function workerSetUp(
     log,
     shutdown: new AbortController().signal,
   });
-  return { opened, receiver, subscription, accept, worker };
+  /**
+   * The notification's next attempt, as the engine runs it: its job locked
+   * (its read, with `subscription` in place of the stored one if given), its
+   * record ending or rescheduling the job; a retry is due at once.
+   */
+  const attempt = async (id: string, read?: { subscription: Subscription }): Promise<AttemptOutcome> => {
+    const batch = await jobs.lockDue({
+      limit: 100,
+      endpointBudgets: new Map(),
+      clientBudgets: new Map(),
+      defaultPerEndpoint: 100,
+      defaultPerClient: 100,
+    });
+    const job = batch.jobs.find((locked) => locked.id === id);
+    await jobs.unlock(batch.jobs.filter((locked) => locked !== job).map((locked) => ({ id: locked.id, heldLock: locked.lockedAt })));
+    const held = { id, heldLock: job?.lockedAt ?? new Date(0) };
+    const given: DeliveryRead | undefined = job?.read && (read ? { ...job.read, ...read } : job.read);
+    return worker.attempt(id, given, {
+      requestDone: () => {},
+      recordFinal: async (record, status) => {
+        await jobs.finish({ ...held, attempt: record, status });
+      },
+      recordRetry: async (record, retry) => {
+        await jobs.retry({ ...held, attempt: record, nextRunAt: new Date(), reason: retry.reason });
+      },
+    });
+  };
+  return { opened, receiver, subscription, accept, worker, attempt };
 }

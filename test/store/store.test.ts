@@ -3,7 +3,7 @@ import test, { type ExecutionContext } from "ava";
 import pg from "pg";
 import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
-import { createJobStore } from "../../src/delivery/agenda/create-delivery-engine.js";
+import { openJobs } from "../../src/store/open-jobs.js";
 import { type OpenStore, openStore, STABLE_PLANS, withSettings } from "../../src/store/open-store.js";
 import { EmbeddedPool } from "../../src/store/postgres/embedded-pool.js";
 import type { SqlPool } from "../../src/store/postgres/sql-pool.js";
@@ -21,7 +21,7 @@ for (const target of storeTargets()) {
     const created = await target.create();
     cleanup = created.cleanup;
     opened = await openStore(loadConfig({ ...FAST_TEST_ENV, ...created.env }).store, log);
-    const jobs = createJobStore(opened.database, { owner: "contract", lockLifetimeMs: 30_000 });
+    const { jobs } = openJobs(opened.database, { owner: "contract", lockLifetimeMs: 30_000 });
     await jobs.prepare();
     return { ...opened.store, jobs };
   })();

@@ -52,7 +52,7 @@ export interface NotificationDoc extends Omit<Notification, "id"> {
 
 /**
  * A new notification as its document. The delivery engine inserts it (with
- * its job, see delivery/agenda/mongo-job-store.ts); `scheduled` is always
+ * its job, see jobs.ts); `scheduled` is always
  * true now (an older version used false for one not yet queued).
  */
 export function toNotificationDoc(notification: Notification): NotificationDoc {

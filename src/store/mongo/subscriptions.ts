@@ -34,7 +34,7 @@ const presentOptional = (s: { [K in OptionalField]?: Subscription[K] | null }): 
 });
 
 // Field by field, so a stray document field never leaks into the record and a stored null reads as absent.
-const toSubscription = (d: SubscriptionDoc): Subscription => ({
+export const toSubscription = (d: SubscriptionDoc): Subscription => ({
   id: d._id,
   clientId: d.clientId,
   event: d.event,

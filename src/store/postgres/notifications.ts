@@ -1,8 +1,7 @@
-import { Coalescer } from "../../coalescer.js";
+import type { DeliveryRead } from "../../delivery/job-store.js";
 import type { DeliveryAttempt, Notification, NotificationStatus, Subscription } from "../../domain/model.js";
-import type { DeliveryRead, NotificationQuery, NotificationStore } from "../../domain/ports.js";
-import { type ArrayElement, arrayLiteral } from "./array-literal.js";
-import { isDataError, optional } from "./rows.js";
+import type { NotificationQuery, NotificationStore } from "../../domain/ports.js";
+import { optional } from "./rows.js";
 import type { SqlPool } from "./sql-pool.js";
 import { SUBSCRIPTION_COLUMNS, type SubscriptionRow, toSubscription } from "./subscriptions.js";
 
@@ -70,8 +69,8 @@ const NOTIFICATION_COLUMNS = [
 /**
  * What attempts read (their notification `n` and subscription `s`), as
  * columns prefixed `n_` and `s_`, for a statement that joins the two and
- * returns many rows: the read before attempts, and the lock statement that
- * hands jobs out. A subscription's columns (its keys alone are about 3 KB)
+ * returns many rows: the lock statement that hands jobs out with what their
+ * attempts read. A subscription's columns (its keys alone are about 3 KB)
  * come only on the row where `firstOfSubscription`, an SQL condition, is
  * true, once per subscription; its other rows carry `s_id` alone (see
  * forDeliveryOfRows).
@@ -118,125 +117,12 @@ function unprefixed<T>(row: object, prefix: string, columns: readonly string[]):
   return out as T;
 }
 
-/**
- * An attempt's notification and subscription, for many attempts at once.
- * Both are read by their primary key whatever the statistics: by `id = ANY`
- * (a join planned while a table looked empty read all of it once per row),
- * in id order, which only the primary key gives (a plan made so took
- * another index that holds the id, and read the whole of it), each read once
- * (MATERIALIZED: not folded back into a join).
- */
-export const READ_FOR_DELIVERY = `
-  WITH n AS MATERIALIZED (SELECT * FROM wh_notifications WHERE id = ANY ($1::text[]) ORDER BY id),
-       s AS MATERIALIZED (SELECT * FROM wh_subscriptions WHERE id = ANY (ARRAY(SELECT subscription_id FROM n)) ORDER BY id)
-  SELECT ${forDeliveryColumns("row_number() OVER (PARTITION BY s.id ORDER BY n.id) = 1")}
-  FROM n LEFT JOIN s ON s.id = n.subscription_id`;
-
-/**
- * Inserts the notifications of `$1`…`$10` (insertParameters): a fan-out is one round trip. The delivery
- * engine inserts through it, each notification with its job. (`scheduled` is always true now; an older
- * version used false for a notification not yet queued, and the engine takes those over at start.)
- */
-export const INSERT_NOTIFICATIONS = `
-  INSERT INTO wh_notifications (id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, scheduled, created_at, updated_at)
-  SELECT id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, true, created_at, updated_at
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::timestamptz[], $10::timestamptz[])
-    AS t (id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, created_at, updated_at)`;
-
-/** The fields insertParameters writes, each one the array literal can hold (the compiler checks it). */
-type InsertedField = { [K in keyof Notification]-?: Notification[K] extends ArrayElement ? K : never }[keyof Notification];
-
-/** One column array (an array literal) per inserted field, in insertNotifications' order. */
-export function insertParameters(notifications: readonly Notification[]): string[] {
-  const column = (key: InsertedField) => arrayLiteral(notifications.map((n) => n[key] ?? null));
-  return [
-    column("id"),
-    column("subscriptionId"),
-    column("clientId"),
-    column("event"),
-    column("body"),
-    column("status"),
-    column("attemptCount"),
-    column("redeliveryOf"),
-    column("createdAt"),
-    column("updatedAt"),
-  ];
-}
-
-/**
- * Records attempts ($1…$9, recordParameters): the rows, then each notification's status, as the CTEs
- * `input`, `attempts` and `recorded`, for a statement to end as it needs (the delivery engine's adds the
- * jobs' removal). A final status (delivered, failed) stays: an attempt that was in flight when its
- * subscription was deleted records its outcome without reopening the notification. The notifications are
- * named by `id = ANY`, an index condition whatever the statistics: joined on the input alone, a plan made
- * while the table was empty and analyzed (a new database) read the whole table at every record.
- */
-export const RECORD_ATTEMPTS_CTES = `
-  WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[], $8::bool[], $9::text[])
-      AS t (notification_id, attempt, started_at, duration_ms, status_code, response_body, error, succeeded, status)
-  ), attempts AS (
-    INSERT INTO wh_delivery_attempts (notification_id, attempt, started_at, duration_ms, status_code, response_body, error, succeeded)
-    SELECT notification_id, attempt, started_at, duration_ms, status_code, response_body, error, succeeded FROM input
-  ), recorded AS (
-    UPDATE wh_notifications n
-    SET status = CASE WHEN n.status = 'pending' THEN input.status ELSE n.status END,
-        attempt_count = GREATEST(n.attempt_count, input.attempt + 1), updated_at = now()
-    FROM input WHERE n.id = ANY ($1::text[]) AND n.id = input.notification_id
-    RETURNING n.id
-  )`;
-
-// Attempts recorded together are one statement.
-const RECORD_ATTEMPTS = `${RECORD_ATTEMPTS_CTES} SELECT count(*) FROM recorded`;
-
-/** An attempt and the status it moves its notification to. */
-export type RecordedAttempt = { attempt: DeliveryAttempt; status: NotificationStatus };
-
-/** RECORD_ATTEMPTS_CTES' parameters, one array literal per column. */
-export function recordParameters(records: readonly RecordedAttempt[]): string[] {
-  const column = (pick: (r: RecordedAttempt) => ArrayElement) => arrayLiteral(records.map(pick));
-  return [
-    column((r) => r.attempt.notificationId),
-    column((r) => r.attempt.attempt),
-    column((r) => r.attempt.startedAt),
-    column((r) => r.attempt.durationMs),
-    column((r) => r.attempt.statusCode ?? null),
-    // PostgreSQL text can't hold NUL.
-    column((r) => r.attempt.responseBody?.replaceAll("\u0000", "\uFFFD") ?? null),
-    column((r) => r.attempt.error ?? null),
-    column((r) => r.attempt.succeeded),
-    column((r) => r.status),
-  ];
-}
-
 export class PostgresNotificationStore implements NotificationStore {
-  /** Deliveries running side by side read and record through shared statements. */
-  readonly #deliveryReads = new Coalescer<string, DeliveryRead | undefined>(
-    async (ids) => {
-      const { rows } = await this.pool.query<ForDeliveryRow>({ name: "wh-read-for-delivery", text: READ_FOR_DELIVERY, values: [ids] });
-      const reads = forDeliveryOfRows(rows);
-      const byId = new Map(rows.map((row, i) => [row.n_id, reads[i]]));
-      return ids.map((id) => byId.get(id));
-    },
-    { splitOn: isDataError },
-  );
-  readonly #records = new Coalescer<RecordedAttempt, void>(
-    async (records) => {
-      await this.pool.query({ name: "wh-record-attempts", text: RECORD_ATTEMPTS, values: recordParameters(records) });
-      return records.map(() => undefined);
-    },
-    { splitOn: isDataError },
-  );
-
   constructor(private readonly pool: SqlPool) {}
 
   async get(id: string): Promise<Notification | undefined> {
     const { rows } = await this.pool.query<NotificationRow>("SELECT * FROM wh_notifications WHERE id = $1", [id]);
     return rows[0] && toNotification(rows[0]);
-  }
-
-  getForDelivery(id: string): Promise<DeliveryRead | undefined> {
-    return this.#deliveryReads.call(id);
   }
 
   async list(query: NotificationQuery): Promise<Notification[]> {
@@ -260,10 +146,6 @@ export class PostgresNotificationStore implements NotificationStore {
       [subscriptionId, since, limit],
     );
     return rows.map(toNotification);
-  }
-
-  recordAttempt(attempt: DeliveryAttempt, status: NotificationStatus): Promise<void> {
-    return this.#records.call({ attempt, status });
   }
 
   async listAttempts(notificationId: string): Promise<DeliveryAttempt[]> {

@@ -2,7 +2,6 @@ import { Coalescer } from "../../coalescer.js";
 import type { SignatureScheme, Subscription } from "../../domain/model.js";
 import { SUBSCRIPTION_DELETED } from "../../domain/model.js";
 import type { Cursor, SubscriptionStore } from "../../domain/ports.js";
-import { recordVersion } from "./fan-out-versions.js";
 import { isDataError, optional } from "./rows.js";
 import type { SqlPool } from "./sql-pool.js";
 
@@ -49,12 +48,12 @@ const COLUMN_SET: Record<keyof SubscriptionRow, true> = {
 export const SUBSCRIPTION_COLUMNS = Object.keys(COLUMN_SET) as (keyof SubscriptionRow)[];
 
 /**
- * The enabled subscriptions of each (client $1[i], event $2[i]): what a publish fans out to, each with
- * the version of its row (fan-out-versions.ts). The ANY conditions keep the read on its index whatever
- * the statistics (see READ_FOR_DELIVERY).
+ * The enabled subscriptions of each (client $1[i], event $2[i]): what a publish fans out to. The ANY
+ * conditions keep the read on its index whatever the statistics (a plan made while the table looked empty
+ * would read all of it).
  */
 export const SUBSCRIPTIONS_FOR_EVENTS = `
-  SELECT s.*, s.xmin::text AS row_version FROM (SELECT DISTINCT client_id, event FROM unnest($1::text[], $2::text[]) AS t (client_id, event)) AS t
+  SELECT s.* FROM (SELECT DISTINCT client_id, event FROM unnest($1::text[], $2::text[]) AS t (client_id, event)) AS t
   JOIN wh_subscriptions s ON s.client_id = t.client_id AND s.event = t.event AND s.enabled
   WHERE s.client_id = ANY ($1::text[]) AND s.event = ANY ($2::text[])
   ORDER BY s.created_at, s.id`;
@@ -103,16 +102,15 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
    */
   readonly #fanOutReads = new Coalescer<{ clientId: string; event: string }, Subscription[]>(
     async (keys) => {
-      const { rows } = await this.pool.query<SubscriptionRow & { row_version: string }>({
+      const { rows } = await this.pool.query<SubscriptionRow>({
         name: "wh-subscriptions-for-events",
         text: SUBSCRIPTIONS_FOR_EVENTS,
         values: [keys.map((k) => k.clientId), keys.map((k) => k.event)],
       });
       const byKey = new Map<string, Subscription[]>();
-      for (const { row_version, ...row } of rows) {
+      for (const row of rows) {
         const key = JSON.stringify([row.client_id, row.event]);
         const subscription = toSubscription(row);
-        recordVersion(subscription, row_version);
         const found = byKey.get(key);
         if (found) found.push(subscription);
         else byKey.set(key, [subscription]);
@@ -158,7 +156,6 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     return rows.map(toSubscription);
   }
 
-  /** Always the database's answer (`fresh` or not), each subscription with its row's version (fan-out-versions.ts). */
   listEnabledForEvent(clientId: string, event: string): Promise<Subscription[]> {
     return this.#fanOutReads.call({ clientId, event });
   }
@@ -193,10 +190,7 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     return rows[0]?.deleted === true;
   }
 
-  /**
-   * The row is written only where no streak is on: every write of it makes
-   * the fan-outs instances keep of its event be read again (fan-out-versions.ts).
-   */
+  /** The row is written only where no streak is on: a retry storm costs no write per failed attempt. */
   async markFailing(id: string, at: Date): Promise<Date | undefined> {
     const { rows } = await this.pool.query<{ failing_since: Date | null }>(
       `WITH marked AS (UPDATE wh_subscriptions SET failing_since = $2 WHERE id = $1 AND failing_since IS NULL RETURNING failing_since)

@@ -1,5 +1,5 @@
 import test from "ava";
-import { EarnedConcurrency } from "../../src/delivery/earned-concurrency.js";
+import { EarnedConcurrency } from "../../../src/delivery/fairness/earned-concurrency.js";
 
 function setup(floor = 2, ceiling = 8) {
   let now = 0;

@@ -80,7 +80,7 @@ function patchPrototype(prototype: ProcessorInternals & { [PATCHED]?: true }): v
   const digest = sourceDigest(prototype.runOrRetry);
   if (digest !== PATCHED_SOURCE_SHA256) {
     throw new Error(
-      `agenda's JobProcessor.runOrRetry is not the one src/delivery/agenda/job-processor-patch.ts replaces (sha256 ${digest}); ` +
+      `agenda's JobProcessor.runOrRetry is not the one src/delivery/job-processor-patch.ts replaces (sha256 ${digest}); ` +
         "review the patch against the installed agenda before changing its version",
     );
   }

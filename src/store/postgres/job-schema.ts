@@ -1,12 +1,14 @@
-import type { SqlClient, SqlPool } from "../../store/postgres/sql-pool.js";
-import { inTransaction, MIGRATION_LOCK } from "../../store/postgres/transaction.js";
-import { endpointOf } from "../endpoint.js";
+import { endpointOf } from "../../domain/endpoint.js";
+import type { SqlClient, SqlPool } from "./sql-pool.js";
+import { inTransaction, MIGRATION_LOCK } from "./transaction.js";
 
 /**
  * Agenda's state of each pending notification's next attempt, one row per
  * notification (its id is the job id), deleted with it. A row is inserted
  * with its notification and deleted once the notification is delivered or
- * has failed for good.
+ * has failed for good. Due jobs are read in (next_run_at, id) order, the
+ * lock rule's (delivery/fairness/budgets.ts): one publish's jobs are all due
+ * at the same moment.
  */
 const CREATE = `
   CREATE TABLE IF NOT EXISTS wh_delivery_jobs (
@@ -23,7 +25,8 @@ const CREATE = `
     failed_at timestamptz
   ) WITH (fillfactor = 70);
   ALTER TABLE wh_delivery_jobs ADD COLUMN IF NOT EXISTS trace_context text;
-  CREATE INDEX IF NOT EXISTS wh_delivery_jobs_due_idx ON wh_delivery_jobs (next_run_at) WHERE locked_at IS NULL;
+  CREATE INDEX IF NOT EXISTS wh_delivery_jobs_due_order_idx ON wh_delivery_jobs (next_run_at, id) WHERE locked_at IS NULL;
+  DROP INDEX IF EXISTS wh_delivery_jobs_due_idx;
   CREATE INDEX IF NOT EXISTS wh_delivery_jobs_locked_idx ON wh_delivery_jobs (locked_at) WHERE locked_at IS NOT NULL;`;
 
 /** Taken over a thousand at a time. */

@@ -1,8 +1,8 @@
 import { BaseNotificationChannel } from "agenda";
 import type { ChangeStream, Db } from "mongodb";
-import { collections } from "../../store/mongo/documents.js";
-import { DELIVER_JOB } from "./delivery-job-repository.js";
-import { dueJobsNotification } from "./wake-channel.js";
+import { DELIVER_JOB } from "../../delivery/agenda-jobs.js";
+import { dueJobsNotification } from "../../delivery/wake-channel.js";
+import { collections } from "./documents.js";
 
 /**
  * Other instances' new, unlocked jobs, heard through a change stream on the

@@ -1,5 +1,5 @@
 import { BaseNotificationChannel, type JobNotification, type NotificationChannel, toJobId } from "agenda";
-import { DELIVER_JOB } from "./delivery-job-repository.js";
+import { DELIVER_JOB } from "./agenda-jobs.js";
 
 /**
  * "Delivery jobs are due", naming no job: whoever hears it looks for them.

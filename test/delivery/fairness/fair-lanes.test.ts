@@ -1,6 +1,6 @@
 import test from "ava";
-import { fixedConcurrency } from "../../src/delivery/earned-concurrency.js";
-import { FairLanes, type LaneJob } from "../../src/delivery/fair-lanes.js";
+import { fixedConcurrency } from "../../../src/delivery/fairness/earned-concurrency.js";
+import { FairLanes, type LaneJob } from "../../../src/delivery/fairness/fair-lanes.js";
 
 interface Job extends LaneJob {
   id: string;

@@ -1,0 +1,354 @@
+import type { Collection, Db } from "mongodb";
+import { type LockRequest, scanWindow, withinBudgets } from "../../delivery/fairness/budgets.js";
+import type {
+  DeliveryRead,
+  FinishedRun,
+  HeldJob,
+  JobCounts,
+  JobStore,
+  LockedBatch,
+  LockedJob,
+  NewDelivery,
+  RetriedRun,
+} from "../../delivery/job-store.js";
+import { endpointOf } from "../../domain/endpoint.js";
+import type { DeliveryAttempt, NotificationStatus } from "../../domain/model.js";
+import {
+  type AttemptDoc,
+  collections,
+  isDuplicateKey,
+  isString,
+  type NotificationDoc,
+  nextAttemptSeq,
+  optional,
+  toNotificationDoc,
+} from "./documents.js";
+import { toNotification } from "./notifications.js";
+import { toSubscription } from "./subscriptions.js";
+
+/** A notification's job, inside the notification's document: stored and queued in one atomic write. */
+interface JobDoc {
+  endpoint: string;
+  clientId: string;
+  nextRunAt: Date | null;
+  lockedAt: Date | null;
+  /** The lock's holder and batch (`owner#n`), to read back exactly what one lock took. */
+  lockedBy: string | null;
+  /** Who inserted it: a change-stream listener skips its own instance's inserts. */
+  insertedBy: string;
+  failCount: number;
+  failReason?: string;
+  failedAt?: Date;
+  traceContext?: string;
+}
+
+type Doc = NotificationDoc & { job?: JobDoc };
+
+/** Scheduled so as not to run until the idempotency key is settled; a crash meanwhile only delays them this long. */
+const HELD_FOR_KEY_MS = 60_000;
+
+/**
+ * Delivery jobs in MongoDB: each pending notification's document carries
+ * its job (`job`), removed once the notification is delivered or has failed
+ * for good. The lock's budgets are fairness/budgets.ts's `withinBudgets`,
+ * applied to the due documents read.
+ */
+export class MongoJobStore implements JobStore {
+  readonly #notifications: Collection<Doc>;
+  readonly #attempts: Collection<AttemptDoc>;
+  #lockBatches = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: { owner: string; lockLifetimeMs: number },
+  ) {
+    this.#notifications = db.collection<Doc>(collections(db).notifications.collectionName);
+    this.#attempts = collections(db).attempts;
+  }
+
+  async prepare(): Promise<void> {
+    // Due jobs in (nextRunAt, id) order, the lock rule's (fairness/budgets.ts).
+    await this.#notifications.createIndexes([
+      {
+        key: { "job.lockedAt": 1, "job.nextRunAt": 1, _id: 1 },
+        name: "wh_notifications_job_due_idx",
+        partialFilterExpression: { job: { $exists: true } },
+      },
+    ]);
+    await this.#notifications.dropIndex("wh_notifications_job_idx").catch((error: unknown) => {
+      // 27: IndexNotFound (an index an older version never made).
+      if ((error as { code?: unknown }).code !== 27) throw error;
+    });
+    // Jobs an older version kept in Agenda's own collection, and notifications it never queued, get a job here.
+    const legacy = this.db.collection<{ name: string; data?: { notificationId?: string }; nextRunAt?: Date | null; failCount?: number }>(
+      "wh_agenda_jobs",
+    );
+    for await (const old of legacy.find({ name: "deliver-notification" })) {
+      const id = old.data?.notificationId;
+      if (typeof id === "string") await this.#giveJob({ _id: id }, old.nextRunAt ?? new Date(), old.failCount ?? 0);
+      await legacy.deleteOne({ _id: old._id });
+    }
+    await this.#giveJob({ scheduled: false }, new Date(), 0);
+    // A job left without a schedule would never be due again: it is due now.
+    await this.#notifications.updateMany(
+      { job: { $exists: true }, "job.lockedAt": null, "job.nextRunAt": null },
+      { $set: { "job.nextRunAt": new Date() } },
+    );
+  }
+
+  /** Gives the pending notifications matching `filter` that have no job a due, unlocked one. */
+  async #giveJob(filter: Record<string, unknown>, nextRunAt: Date, failCount: number): Promise<void> {
+    const subscriptions = collections(this.db).subscriptions;
+    for await (const doc of this.#notifications.find({ ...filter, status: "pending", job: { $exists: false } })) {
+      const subscription = await subscriptions.findOne({ _id: doc.subscriptionId });
+      if (!subscription) continue;
+      const job = this.#newJob({ notification: toNotification(doc), endpoint: endpointOf(doc.clientId, subscription.url) }, nextRunAt);
+      await this.#notifications.updateOne(
+        { _id: doc._id, job: { $exists: false } },
+        { $set: { job: { ...job, failCount }, scheduled: true } },
+      );
+    }
+  }
+
+  async insert(deliveries: readonly NewDelivery[]): Promise<void> {
+    const now = new Date();
+    await this.#insertAll(
+      deliveries.map((delivery) => ({ ...toNotificationDoc(delivery.notification), job: this.#newJob(delivery, now) })),
+    );
+  }
+
+  async insertOnce(clientId: string, key: string, deliveries: readonly NewDelivery[]): Promise<{ ids: string[]; duplicate: boolean }> {
+    const ids = deliveries.map((delivery) => delivery.notification.id);
+    // No transaction: the notifications go in first, held back until the key is settled, so that a
+    // duplicate's are taken back before anything runs them. A crash in between delays them, loses none.
+    const heldUntil = new Date(Date.now() + HELD_FOR_KEY_MS);
+    await this.#insertAll(
+      deliveries.map((delivery) => ({ ...toNotificationDoc(delivery.notification), job: this.#newJob(delivery, heldUntil) })),
+    );
+    try {
+      await collections(this.db).idempotencyKeys.insertOne({ _id: { clientId, key }, notificationIds: ids, createdAt: new Date() });
+    } catch (error) {
+      // Any other failure leaves them to run when their hold ends: the key may have been written before the reply was lost.
+      if (!isDuplicateKey(error)) throw error;
+      if (ids.length > 0) await this.#notifications.deleteMany({ _id: { $in: ids } });
+      const stored = await collections(this.db).idempotencyKeys.findOne({ _id: { clientId, key } });
+      return { ids: stored?.notificationIds ?? [], duplicate: true };
+    }
+    if (ids.length > 0)
+      await this.#notifications.updateMany({ _id: { $in: ids }, "job.lockedAt": null }, { $set: { "job.nextRunAt": new Date() } });
+    return { ids, duplicate: false };
+  }
+
+  async lockDue(request: LockRequest): Promise<LockedBatch> {
+    const now = new Date();
+    const deadline = new Date(now.getTime() - this.options.lockLifetimeMs);
+    const scan = scanWindow(request);
+    const none = (budgets: ReadonlyMap<string, number>) => [...budgets].filter(([, budget]) => budget === 0).map(([key]) => key);
+    const leftOut = { "job.endpoint": { $nin: none(request.endpointBudgets) }, "job.clientId": { $nin: none(request.clientBudgets) } };
+    const project = { _id: 1, "job.endpoint": 1, "job.clientId": 1, "job.nextRunAt": 1 } as const;
+    type Candidate = { _id: string; job: { endpoint: string; clientId: string; nextRunAt: Date | null } };
+    // `job: {$exists: true}` lets the partial index serve these reads.
+    const due = await this.#notifications
+      .find({ job: { $exists: true }, "job.lockedAt": null, "job.nextRunAt": { $lte: now }, ...leftOut })
+      .sort({ "job.nextRunAt": 1, _id: 1 })
+      .limit(scan)
+      .project<Candidate>(project)
+      .toArray();
+    const expired = await this.#notifications
+      .find({ job: { $exists: true }, "job.lockedAt": { $lte: deadline }, ...leftOut })
+      .sort({ "job.lockedAt": 1 })
+      .limit(request.limit)
+      .project<Candidate>(project)
+      .toArray();
+    // Due and expired together, oldest due first (ties by id, as the SQL lock): a dead instance's jobs take their turn.
+    const candidates = [...due, ...expired]
+      .map((doc) => ({ id: doc._id, endpoint: doc.job.endpoint, clientId: doc.job.clientId, dueAt: doc.job.nextRunAt?.getTime() ?? 0 }))
+      .sort((a, b) => a.dueAt - b.dueAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const { chosen, passedOver } = withinBudgets(candidates, request);
+    const drained = due.length < scan && chosen.length < request.limit;
+    if (chosen.length === 0) return { jobs: [], drained, passedOver };
+    const token = `${this.options.owner}#${++this.#lockBatches}`;
+    const ids = chosen.map((candidate) => candidate.id);
+    await this.#notifications.updateMany(
+      { _id: { $in: ids }, $or: [{ "job.lockedAt": null, "job.nextRunAt": { $lte: now } }, { "job.lockedAt": { $lte: deadline } }] },
+      [{ $set: { "job.lockedAt": now, "job.lockedBy": token, "job.nextRunAt": { $ifNull: ["$job.nextRunAt", now] } } }],
+    );
+    const locked = await this.#notifications.find({ _id: { $in: ids }, "job.lockedBy": token }).toArray();
+    const reads = await this.#reads(locked);
+    const byId = new Map(locked.map((doc) => [doc._id, doc]));
+    const jobs = chosen.flatMap((candidate): LockedJob[] => {
+      const job = byId.get(candidate.id)?.job;
+      if (!job) return [];
+      const read = reads.get(candidate.id);
+      return [
+        {
+          id: candidate.id,
+          endpoint: job.endpoint,
+          clientId: job.clientId,
+          lockedAt: now,
+          ...optional("traceContext", job.traceContext),
+          ...(read ? { read } : {}),
+        },
+      ];
+    });
+    return { jobs, drained, passedOver };
+  }
+
+  /** What each locked job's attempt reads: its notification (the document itself) and its subscription. */
+  async #reads(docs: readonly Doc[]): Promise<Map<string, DeliveryRead>> {
+    const subscriptionIds = [...new Set(docs.map((doc) => doc.subscriptionId))];
+    const found = await collections(this.db)
+      .subscriptions.find({ _id: { $in: subscriptionIds } })
+      .toArray();
+    const subscriptions = new Map(found.map((doc) => [doc._id, toSubscription(doc)]));
+    return new Map(
+      docs.map((doc) => {
+        const subscription = subscriptions.get(doc.subscriptionId);
+        return [doc._id, subscription ? { notification: toNotification(doc), subscription } : { notification: toNotification(doc) }];
+      }),
+    );
+  }
+
+  async unlock(jobs: readonly HeldJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.#notifications.bulkWrite(
+      jobs.map((job) => ({
+        updateOne: {
+          filter: { _id: job.id, "job.lockedAt": job.heldLock },
+          // A job handed back left without a schedule would never be due again: it is due now.
+          update: [{ $set: { "job.lockedAt": null, "job.lockedBy": null, "job.nextRunAt": { $ifNull: ["$job.nextRunAt", "$$NOW"] } } }],
+        },
+      })),
+      { ordered: false },
+    );
+  }
+
+  async renew(job: HeldJob, lockedAt: Date): Promise<boolean> {
+    const { matchedCount } = await this.#notifications.updateOne(
+      { _id: job.id, "job.lockedAt": job.heldLock },
+      { $set: { "job.lockedAt": lockedAt } },
+    );
+    return matchedCount === 1;
+  }
+
+  /**
+   * The attempt is recorded, then the job removed: two writes. Once the
+   * attempt is recorded its run has done its part; a removal that fails
+   * then leaves the job to its lock's expiry (its next run finds the
+   * notification ended), rather than failing the run.
+   */
+  async finish(run: FinishedRun): Promise<boolean> {
+    await this.#record(run.attempt, run.status);
+    return this.remove(run).catch(() => false);
+  }
+
+  /**
+   * The attempt is recorded, then the retry scheduled: two writes. A
+   * schedule that fails once the attempt is recorded leaves the job to its
+   * lock's expiry: the retry runs early, never lost.
+   */
+  async retry(run: RetriedRun): Promise<boolean> {
+    await this.#record(run.attempt, "pending");
+    const { matchedCount } = await this.#notifications
+      .updateOne({ _id: run.id, "job.lockedAt": run.heldLock }, [
+        {
+          $set: {
+            "job.nextRunAt": { $literal: run.nextRunAt },
+            "job.lockedAt": null,
+            "job.lockedBy": null,
+            "job.failCount": { $add: [{ $ifNull: ["$job.failCount", 0] }, 1] },
+            "job.failReason": { $literal: run.reason },
+            "job.failedAt": "$$NOW",
+          },
+        },
+      ])
+      .catch(() => ({ matchedCount: 0 }));
+    return matchedCount === 1;
+  }
+
+  async reschedule(job: HeldJob, nextRunAt: Date): Promise<boolean> {
+    const { matchedCount } = await this.#notifications.updateOne(
+      { _id: job.id, "job.lockedAt": job.heldLock },
+      { $set: { "job.nextRunAt": nextRunAt, "job.lockedAt": null, "job.lockedBy": null } },
+    );
+    return matchedCount === 1;
+  }
+
+  async remove(job: HeldJob): Promise<boolean> {
+    const { matchedCount } = await this.#notifications.updateOne({ _id: job.id, "job.lockedAt": job.heldLock }, { $unset: { job: "" } });
+    return matchedCount === 1;
+  }
+
+  async counts(): Promise<JobCounts> {
+    const now = new Date();
+    const dueFilter = { job: { $exists: true }, "job.lockedAt": null, "job.nextRunAt": { $lte: now } };
+    const [due, scheduled, locked, oldest] = await Promise.all([
+      this.#notifications.countDocuments(dueFilter),
+      this.#notifications.countDocuments({ job: { $exists: true }, "job.lockedAt": null, "job.nextRunAt": { $gt: now } }),
+      this.#notifications.countDocuments({ "job.lockedAt": { $ne: null }, job: { $exists: true } }),
+      this.#notifications.findOne(dueFilter, { sort: { "job.nextRunAt": 1 }, projection: { "job.nextRunAt": 1 } }),
+    ]);
+    return { due, scheduled, locked, oldestDueAt: oldest?.job?.nextRunAt ?? null };
+  }
+
+  #newJob(delivery: NewDelivery, nextRunAt: Date): JobDoc {
+    return {
+      endpoint: delivery.endpoint,
+      clientId: delivery.notification.clientId,
+      nextRunAt,
+      lockedAt: null,
+      lockedBy: null,
+      insertedBy: this.options.owner,
+      failCount: 0,
+      ...optional("traceContext", delivery.traceContext),
+    };
+  }
+
+  /** All or nothing, as the SQL insert: an ordered insert stops at the first failure, and exactly the ones before it are ours to take back. */
+  async #insertAll(docs: Doc[]): Promise<void> {
+    if (docs.length === 0) return;
+    try {
+      await this.#notifications.insertMany(docs, { ordered: true });
+    } catch (error) {
+      const inserted = (error as { insertedCount?: number }).insertedCount ?? 0;
+      if (inserted > 0) {
+        await this.#notifications.deleteMany({ _id: { $in: docs.slice(0, inserted).map((doc) => doc._id) } }).catch(() => {});
+      }
+      throw error;
+    }
+  }
+
+  /** Appends the attempt and moves its notification to `status`. */
+  async #record(a: DeliveryAttempt, status: NotificationStatus): Promise<void> {
+    if (!isString(a.notificationId)) throw new TypeError("notificationId must be a string");
+    // Undefined would be stored as null (the driver's default), so absent fields are left out.
+    const { insertedId } = await this.#attempts.insertOne({
+      seq: nextAttemptSeq(),
+      notificationId: a.notificationId,
+      attempt: a.attempt,
+      startedAt: a.startedAt,
+      durationMs: a.durationMs,
+      ...optional("statusCode", a.statusCode),
+      // Same substitution as the SQL adapter (PostgreSQL text can't hold NUL), so both read back alike.
+      ...optional("responseBody", a.responseBody?.replaceAll("\u0000", "\uFFFD")),
+      ...optional("error", a.error),
+      succeeded: a.succeeded,
+    });
+    // $max keeps a replayed older attempt from lowering the count (SQL GREATEST).
+    // A final status stays (as in SQL): only a pending notification moves.
+    const { matchedCount } = await this.#notifications.updateOne({ _id: a.notificationId }, [
+      {
+        $set: {
+          status: { $cond: [{ $eq: ["$status", "pending"] }, { $literal: status }, "$status"] },
+          updatedAt: { $literal: new Date() },
+          attemptCount: { $max: ["$attemptCount", a.attempt + 1] },
+        },
+      },
+    ]);
+    if (matchedCount === 0) {
+      // The SQL foreign key rejects an attempt for an unknown notification; do the same.
+      await this.#attempts.deleteOne({ _id: insertedId });
+      throw new Error(`notification ${a.notificationId} does not exist`);
+    }
+  }
+}

@@ -1,0 +1,225 @@
+import { Coalescer } from "../../coalescer.js";
+import type { LockRequest } from "../../delivery/fairness/budgets.js";
+import { scanWindow } from "../../delivery/fairness/budgets.js";
+import type {
+  FinishedRun,
+  HeldJob,
+  JobCounts,
+  JobStore,
+  LockedBatch,
+  LockedJob,
+  NewDelivery,
+  RetriedRun,
+} from "../../delivery/job-store.js";
+import { prepareJobTable } from "./job-schema.js";
+import {
+  COUNT_JOBS,
+  FINISH,
+  INSERT,
+  insertParameters,
+  LOCK_DUE,
+  REMOVE,
+  RENEW,
+  RESCHEDULE,
+  RETRY,
+  recordParameters,
+} from "./job-statements.js";
+import { type ForDeliveryRow, forDeliveryOfRows } from "./notifications.js";
+import { isDataError } from "./rows.js";
+import type { SqlPool } from "./sql-pool.js";
+import { inTransaction } from "./transaction.js";
+
+type LockRow = ForDeliveryRow & {
+  scanned: number;
+  passed_endpoints: string[] | null;
+  passed_clients: string[] | null;
+  id: string | null;
+  endpoint: string;
+  client_id: string;
+  next_run_at: Date;
+  trace_context: string | null;
+};
+
+/**
+ * Which of `jobs` a statement wrote, from the id and held lock of each row
+ * it answers: two runs of one job under different locks can share a
+ * statement, and only the one holding the lock wrote.
+ */
+function written(jobs: readonly HeldJob[], rows: ReadonlyArray<{ id: string; held_lock: Date }>): boolean[] {
+  const done = new Set(rows.map((row) => `${row.id} ${row.held_lock.getTime()}`));
+  return jobs.map((job) => done.has(`${job.id} ${job.heldLock.getTime()}`));
+}
+
+/**
+ * Delivery jobs in PostgreSQL (or embedded PGlite), in `wh_delivery_jobs`
+ * next to the notifications. Accepting goes through `api` (its commit waits
+ * for the disk: an accepted notification is durable before the answer); the
+ * jobs' own bookkeeping through `bookkeeping` (see open-store.ts). The
+ * statements every notification makes (insert, finish, retry) are shared by
+ * the calls arriving together (coalescer.ts).
+ */
+export class PostgresJobStore implements JobStore {
+  readonly #inserts: Coalescer<readonly NewDelivery[], undefined>;
+  readonly #finishes: Coalescer<FinishedRun, boolean>;
+  readonly #retries: Coalescer<RetriedRun, boolean>;
+
+  constructor(
+    private readonly pools: { api: SqlPool; bookkeeping: SqlPool },
+    private readonly options: {
+      /** This instance's name: the holder of the locks it takes. */
+      owner: string;
+      /** A lock older than this is presumed dead, and its job taken by whoever asks. */
+      lockLifetimeMs: number;
+    },
+  ) {
+    this.#inserts = new Coalescer(
+      async (calls) => {
+        await pools.api.query({ name: "wh-insert-jobs", text: INSERT, values: insertParameters(calls.flat()) });
+        return calls.map(() => undefined);
+      },
+      { splitOn: isDataError },
+    );
+    this.#finishes = new Coalescer(
+      async (runs) => {
+        const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
+          name: "wh-finish-jobs",
+          text: FINISH,
+          values: [...recordParameters(runs), runs.map((run) => run.heldLock)],
+        });
+        return written(runs, rows);
+      },
+      { splitOn: isDataError },
+    );
+    this.#retries = new Coalescer(
+      async (runs) => {
+        const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
+          name: "wh-retry-jobs",
+          text: RETRY,
+          values: [
+            ...recordParameters(runs.map((run) => ({ attempt: run.attempt, status: "pending" }))),
+            runs.map((run) => run.heldLock),
+            runs.map((run) => run.nextRunAt),
+            runs.map((run) => run.reason),
+          ],
+        });
+        return written(runs, rows);
+      },
+      { splitOn: isDataError },
+    );
+  }
+
+  prepare(): Promise<void> {
+    return prepareJobTable(this.pools.api);
+  }
+
+  async insert(deliveries: readonly NewDelivery[]): Promise<void> {
+    if (deliveries.length > 0) await this.#inserts.call(deliveries);
+  }
+
+  insertOnce(clientId: string, key: string, deliveries: readonly NewDelivery[]): Promise<{ ids: string[]; duplicate: boolean }> {
+    const ids = deliveries.map((delivery) => delivery.notification.id);
+    return inTransaction(this.pools.api, async (client) => {
+      // The primary key (client_id, key) decides; a concurrent twin waits here for the other's commit.
+      const claimed = await client.query(
+        "INSERT INTO wh_idempotency_keys (client_id, key, notification_ids, created_at) VALUES ($1, $2, $3, now()) ON CONFLICT DO NOTHING",
+        [clientId, key, ids],
+      );
+      if (claimed.rowCount === 0) {
+        const { rows } = await client.query<{ notification_ids: string[] }>(
+          "SELECT notification_ids FROM wh_idempotency_keys WHERE client_id = $1 AND key = $2",
+          [clientId, key],
+        );
+        return { ids: rows[0]?.notification_ids ?? [], duplicate: true };
+      }
+      if (deliveries.length > 0) await client.query(INSERT, insertParameters(deliveries));
+      return { ids, duplicate: false };
+    });
+  }
+
+  async lockDue(request: LockRequest): Promise<LockedBatch> {
+    const lockedAt = new Date();
+    const scan = scanWindow(request);
+    const endpoints = [...request.endpointBudgets];
+    const clients = [...request.clientBudgets];
+    const { rows } = await this.pools.bookkeeping.query<LockRow>({
+      name: "wh-lock-due",
+      text: LOCK_DUE,
+      values: [
+        request.limit,
+        scan,
+        this.options.owner,
+        lockedAt,
+        new Date(lockedAt.getTime() - this.options.lockLifetimeMs),
+        endpoints.map(([endpoint]) => endpoint),
+        endpoints.map(([, budget]) => budget),
+        request.defaultPerEndpoint,
+        clients.map(([clientId]) => clientId),
+        clients.map(([, budget]) => budget),
+        request.defaultPerClient,
+        endpoints.filter(([, budget]) => budget === 0).map(([endpoint]) => endpoint),
+        clients.filter(([, budget]) => budget === 0).map(([clientId]) => clientId),
+      ],
+    });
+    const lockedRows = rows.filter((row): row is LockRow & { id: string } => row.id !== null);
+    const reads = forDeliveryOfRows(lockedRows);
+    const jobs = lockedRows
+      .map((row, i): LockedJob & { dueAt: number } => {
+        const read = reads[i];
+        return {
+          id: row.id,
+          endpoint: row.endpoint,
+          clientId: row.client_id,
+          lockedAt,
+          dueAt: row.next_run_at.getTime(),
+          ...(row.trace_context ? { traceContext: row.trace_context } : {}),
+          ...(read ? { read } : {}),
+        };
+      })
+      // Due first; jobs due together (a fan-out) by id, so that the order never depends on the plan.
+      .sort((a, b) => a.dueAt - b.dueAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const first = rows.find((row) => row.passed_endpoints !== null);
+    return {
+      jobs,
+      // A lock that took its limit may have left more behind, whatever it read.
+      drained: (rows[0]?.scanned ?? 0) < scan && jobs.length < request.limit,
+      passedOver: { endpoints: first?.passed_endpoints ?? [], clients: first?.passed_clients ?? [] },
+    };
+  }
+
+  async unlock(jobs: readonly HeldJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.pools.bookkeeping.query({
+      name: "wh-unlock-jobs",
+      text: RESCHEDULE,
+      values: [jobs.map((job) => job.id), jobs.map((job) => job.heldLock), jobs.map(() => null)],
+    });
+  }
+
+  async renew(job: HeldJob, lockedAt: Date): Promise<boolean> {
+    const { rows } = await this.pools.bookkeeping.query(RENEW, [[job.id], [job.heldLock], [lockedAt]]);
+    return rows.length === 1;
+  }
+
+  finish(run: FinishedRun): Promise<boolean> {
+    return this.#finishes.call(run);
+  }
+
+  retry(run: RetriedRun): Promise<boolean> {
+    return this.#retries.call(run);
+  }
+
+  async reschedule(job: HeldJob, nextRunAt: Date): Promise<boolean> {
+    const { rows } = await this.pools.bookkeeping.query(RESCHEDULE, [[job.id], [job.heldLock], [nextRunAt]]);
+    return rows.length === 1;
+  }
+
+  async remove(job: HeldJob): Promise<boolean> {
+    const { rows } = await this.pools.bookkeeping.query(REMOVE, [[job.id], [job.heldLock]]);
+    return rows.length === 1;
+  }
+
+  async counts(): Promise<JobCounts> {
+    const { rows } = await this.pools.bookkeeping.query<JobCounts>({ name: "wh-count-jobs", text: COUNT_JOBS });
+    return rows[0] ?? { due: 0, scheduled: 0, locked: 0, oldestDueAt: null };
+  }
+}
