@@ -1,7 +1,7 @@
 import type { JobId, JobParameters, JobRepository, JobsOverview, JobsResult } from "agenda";
 import { toJobId } from "agenda";
 import type { JobFeed } from "./job-feed.js";
-import type { HeldJob, JobCounts, LockedJob } from "./job-store.js";
+import type { HeldJob, LockedJob } from "./job-store.js";
 
 /** The one job this service defines: the next attempt of one notification. */
 export const DELIVER_JOB = "deliver-notification";
@@ -18,7 +18,7 @@ export interface DeliverJobData {
  */
 export class Lease {
   heldLock: Date;
-  /** The run wrote its job's end (finished, retried, rescheduled or removed it): nothing more to renew. */
+  /** The run's end was written (its job finished, retried, rescheduled or removed): nothing more to renew. */
   ended = false;
   #writing: Promise<unknown> = Promise.resolve();
 
@@ -31,11 +31,19 @@ export class Lease {
     this.#writing = next;
     return next;
   }
+
+  /** The run's last write: its job's end. Once it went out, a renewal has nothing to move, whatever its outcome. */
+  end<T>(write: (held: HeldJob) => Promise<T>): Promise<T> {
+    return this.write((held) => {
+      this.ended = true;
+      return write(held);
+    });
+  }
 }
 
 class NotSupportedError extends Error {
   constructor(what: string) {
-    super(`the delivery job repository does not ${what}: delivery jobs are created by accepting notifications`);
+    super(`the delivery job repository does not ${what}: delivery jobs are made, run and ended by the delivery engine alone`);
   }
 }
 
@@ -60,10 +68,7 @@ export class AgendaJobs implements JobRepository {
 
   constructor(
     private readonly feed: JobFeed,
-    private readonly store: {
-      renew(job: HeldJob, lockedAt: Date): Promise<boolean>;
-      counts(): Promise<JobCounts>;
-    },
+    private readonly store: { renew(job: HeldJob, lockedAt: Date): Promise<boolean> },
   ) {}
 
   /** The lease a run holds, once it has started (Agenda saves a run before running it). */
@@ -129,18 +134,15 @@ export class AgendaJobs implements JobRepository {
   }
 
   async getJobsOverview(): Promise<JobsOverview[]> {
-    const counts = await this.store.counts();
-    const total = counts.due + counts.scheduled + counts.locked;
-    const overview = { name: DELIVER_JOB, total, running: counts.locked, scheduled: counts.scheduled, queued: counts.due };
-    return [{ ...overview, completed: 0, failed: 0, repeating: 0, paused: 0 }];
+    throw new NotSupportedError("give an overview (the job store counts the queue)");
   }
 
   async getDistinctJobNames(): Promise<string[]> {
-    return [DELIVER_JOB];
+    throw new NotSupportedError("list job names");
   }
 
   async getQueueSize(): Promise<number> {
-    return (await this.store.counts()).due;
+    throw new NotSupportedError("count the queue (the job store does)");
   }
 
   async queryJobs(): Promise<JobsResult> {

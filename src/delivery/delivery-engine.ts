@@ -111,10 +111,7 @@ export class DeliveryEngine implements DeliveryQueue {
       stallAfterMs: Math.max(5 * options.pollIntervalMs, 10_000),
       unservedMs: () => this.#feed.unservedMs(),
     });
-    this.#jobs = new AgendaJobs(this.#feed, {
-      renew: (job, lockedAt) => this.#saved(store.renew(job, lockedAt)),
-      counts: () => store.counts(),
-    });
+    this.#jobs = new AgendaJobs(this.#feed, { renew: (job, lockedAt) => this.#saved(store.renew(job, lockedAt)) });
     this.#agenda = new Agenda({
       backend: {
         name: "webhook delivery jobs",
@@ -224,20 +221,20 @@ export class DeliveryEngine implements DeliveryQueue {
             // The worker asks for no retry beyond the policy's last.
             if (delayMs === null) return Promise.reject(new Error(`retry ${retry.retry} is beyond the retry policy`));
             const nextRunAt = new Date(Date.now() + delayMs);
-            return this.#end(lease, (held) => this.store.retry({ ...held, attempt, nextRunAt, reason: retry.reason }), nextRunAt);
+            return this.#end(lease, (held) => this.store.retry({ ...held, attempt, nextRunAt }));
           },
         }),
       );
       await this.#settle(lease, outcome);
     } catch (err) {
       // Our own failure, not the receiver's (the store unreachable): the same attempt again soon, unless its
-      // lock is gone; if this write fails too, the lock's expiry brings the job back.
+      // end was written after all (then the job no longer has the lock, and this writes nothing); if this
+      // write fails too, the lock's expiry brings the job back.
       this.options.log.error({ err, jobId: lease.job.id }, "a delivery attempt failed on our side; it runs again");
       const nextRunAt = new Date(Date.now() + OWN_FAILURE_RETRY_MS);
-      if (!lease.ended)
-        await this.#end(lease, (held) => this.store.reschedule(held, nextRunAt), nextRunAt).catch((error: unknown) =>
-          this.options.log.warn({ err: error, jobId: lease.job.id }, "rescheduling a job failed; its lock expires and it runs again"),
-        );
+      await this.#end(lease, (held) => this.store.reschedule(held, nextRunAt)).catch((error: unknown) =>
+        this.options.log.warn({ err: error, jobId: lease.job.id }, "rescheduling a job failed; its lock expires and it runs again"),
+      );
     } finally {
       clearInterval(renewal);
       requestDone(false);
@@ -249,15 +246,13 @@ export class DeliveryEngine implements DeliveryQueue {
     if (lease.ended) return;
     if (outcome === "requeue") {
       const now = new Date();
-      await this.#end(lease, (held) => this.store.reschedule(held, now), now);
+      await this.#end(lease, (held) => this.store.reschedule(held, now));
     } else await this.#end(lease, (held) => this.store.remove(held));
   }
 
-  /** The run's last write: its job's end. A retry due later is fetched as it falls due. */
-  async #end(lease: Lease, write: (held: HeldJob) => Promise<boolean>, dueAt?: Date): Promise<void> {
-    const written = await lease.write((held) => this.#saved(write(held)));
-    lease.ended = true;
-    if (written && dueAt) this.#feed.dueAt(dueAt);
+  /** The run's last write: its job's end (a retry due later is found by a poll once due). */
+  async #end(lease: Lease, write: (held: HeldJob) => Promise<boolean>): Promise<void> {
+    await lease.end((held) => this.#saved(write(held)));
   }
 
   /** A write of a job's state, its outcome reported for health. */

@@ -1,4 +1,4 @@
-import { LaneBudgets, LeftBehind } from "./fairness/budgets.js";
+import { LaneBudgets, LeftBehind, withoutBudget } from "./fairness/budgets.js";
 import { FairLanes, type LaneLimits, type LaneOccupancy } from "./fairness/fair-lanes.js";
 import type { JobStore, LockedBatch, LockedJob } from "./job-store.js";
 
@@ -20,7 +20,7 @@ export interface JobFeedOptions {
   /** Jobs one lock statement takes; also the most the feed holds waiting. */
   batchSize: number;
   limits: LaneLimits;
-  /** A job whose lock is older is handed back to the store instead of out (its holder must have time to run it). */
+  /** A job whose lock is older is unlocked instead of handed out (its holder must have time to run it). */
   handoutMaxAgeMs: number;
   /** A fetch that found nothing more due spares `take()` another fetch this long (new jobs announce themselves: `pulse`). */
   drainedForMs: number;
@@ -31,7 +31,7 @@ export interface JobFeedOptions {
   onRunnable: () => void;
   /** How each fetch ended, for health. */
   onFetched: (outcome: { ok: true } | { ok: false; error: unknown }) => void;
-  /** Handing locks back failed; they expire by themselves. */
+  /** Unlocking failed; the locks expire by themselves. */
   onUnlockError: (error: unknown) => void;
 }
 
@@ -41,12 +41,13 @@ export interface JobFeedOptions {
  *
  * - IDLE: no fetch under way or wanted. A request for jobs starts one
  *   (→ FETCHING, or → WAITING_FOR_ROOM when the lanes hold a full batch):
- *   `pulse()` (new jobs, a retry falling due, another instance's
- *   announcement), a job finishing whose endpoint or client left due jobs in
- *   the store, or `take()` finding nothing runnable, unless a fetch found
- *   the store drained less than `drainedForMs` ago.
+ *   `pulse()` (new jobs, another instance's announcement), a job finishing
+ *   whose endpoint or client left due jobs in the store, or `take()` finding
+ *   nothing runnable (Agenda asks at every poll: retries falling due and
+ *   expired locks are found so), unless a fetch found the store drained
+ *   less than `drainedForMs` ago.
  * - WAITING_FOR_ROOM: a fetch is wanted, but the lanes hold a full batch.
- *   Once they run below half (jobs taken, or stale ones handed back) →
+ *   Once they run below half (jobs taken, or stale ones unlocked) →
  *   FETCHING.
  * - FETCHING: one lock statement in flight. Requests meanwhile are
  *   remembered (`fetchAgain`) so that nothing committed before them is
@@ -54,11 +55,12 @@ export interface JobFeedOptions {
  *   the batch found more due (a backlog is read a batch at a time). Failure
  *   → BACKING_OFF.
  * - BACKING_OFF: the last fetch failed (the store unreachable, a statement
- *   refused). Requests wait; the timer → FETCHING, the delay doubling up to
- *   its cap while failures go on.
+ *   refused). Requests wait; the timer → FETCHING (or WAITING_FOR_ROOM, if
+ *   jobs put back filled the lanes meanwhile), the delay doubling up to its
+ *   cap while failures go on.
  * - RELEASED: stopped for good, from any mode (`release()`). Every waiting
- *   job's lock is handed back, a fetch still in flight hands back what it
- *   gets, and nothing more is fetched or handed out.
+ *   job is unlocked, a fetch still in flight unlocks what it gets, and
+ *   nothing more is fetched or handed out.
  *
  * Jobs wait in fair lanes (fairness/) until their endpoint and client have
  * a free slot. A fetch asks for each endpoint and client only what it can
@@ -82,16 +84,15 @@ export class JobFeed {
   #drainedAt = 0;
   /** The last fetch read a full window: more may be due. */
   #backlog = false;
-  /** Hand-backs so far: a fetch sent before one cannot vouch for the store. */
-  #handBacks = 0;
+  /** Unlocks so far: a fetch sent before one cannot tell that the store is drained. */
+  #unlocks = 0;
   #backoffTimer: unknown;
   #backoffMs: number;
   #sweepTimer: unknown;
-  readonly #dueTimers = new Set<unknown>();
   /** Since when fetches have been wanted without one succeeding (for health); 0 when none is. */
   #wantedSince = 0;
-  /** Hand-backs under way, for `release()` to wait for. */
-  readonly #handingBack = new Set<Promise<void>>();
+  /** Unlocks under way, for `release()` to wait for. */
+  readonly #unlocking = new Set<Promise<void>>();
 
   constructor(
     private readonly store: Pick<JobStore, "lockDue" | "unlock">,
@@ -142,9 +143,9 @@ export class JobFeed {
       stale.push(job);
       job = this.#lanes.take();
     }
-    this.#handBack(stale);
+    this.#unlock(stale);
     if (job) this.#refillIfLow();
-    // A fetch under way brings what it finds. Jobs just handed back are due again in the store: they are asked for.
+    // A fetch under way brings what it finds. Jobs just unlocked are due again in the store: they are asked for.
     else if (stale.length > 0 || (!this.#drained() && this.#mode !== "FETCHING")) this.#requestFetch();
     return job;
   }
@@ -169,7 +170,7 @@ export class JobFeed {
   putBack(job: LockedJob): void {
     if (this.#mode === "RELEASED") {
       this.#lanes.abandon(job);
-      this.#handBack([job]);
+      this.#unlock([job]);
       return;
     }
     this.#lanes.putBack(job);
@@ -181,25 +182,12 @@ export class JobFeed {
     this.#requestFetch();
   }
 
-  /** A job was scheduled to run at `at` (a retry): a fetch goes out once it falls due, not at the next poll. */
-  dueAt(at: Date): void {
-    if (this.#mode === "RELEASED") return;
-    const timer = this.#clock.setTimeout(
-      () => {
-        this.#dueTimers.delete(timer);
-        this.pulse();
-      },
-      Math.max(1, at.getTime() - this.#clock.now() + 1),
-    );
-    this.#dueTimers.add(timer);
-  }
-
-  /** Stops for good: hands back every waiting job's lock, including those of a fetch still in flight. */
+  /** Stops for good: unlocks every waiting job, including those of a fetch still in flight. */
   async release(): Promise<void> {
     this.#enterReleased();
     await this.#fetching;
-    this.#handBack(this.#lanes.remove(() => true));
-    await Promise.all(this.#handingBack);
+    this.#unlock(this.#lanes.remove(() => true));
+    await Promise.all(this.#unlocking);
   }
 
   #fresh(job: LockedJob): boolean {
@@ -237,7 +225,8 @@ export class JobFeed {
   }
 
   #enterWaitingForRoom(): void {
-    if (this.#mode !== "IDLE" && this.#mode !== "WAITING_FOR_ROOM") throw new Error(`cannot wait for room in mode ${this.#mode}`);
+    if (this.#mode !== "IDLE" && this.#mode !== "WAITING_FOR_ROOM" && this.#mode !== "BACKING_OFF")
+      throw new Error(`cannot wait for room in mode ${this.#mode}`);
     this.#mode = "WAITING_FOR_ROOM";
   }
 
@@ -248,9 +237,9 @@ export class JobFeed {
     this.#mode = "FETCHING";
     this.#fetchAgain = false;
     const request = this.#budgets.request(this.options.batchSize - this.#lanes.waiting);
-    const leftOut = { endpoints: noBudget(request.endpointBudgets), clients: noBudget(request.clientBudgets) };
+    const leftOut = { endpoints: withoutBudget(request.endpointBudgets), clients: withoutBudget(request.clientBudgets) };
     this.#leftBehind.add(leftOut);
-    const sent = { at: this.#clock.now(), handBacks: this.#handBacks, leftOut };
+    const sent = { at: this.#clock.now(), unlocks: this.#unlocks, leftOut };
     if (this.#wantedSince === 0) this.#wantedSince = sent.at;
     this.#fetching = this.store.lockDue(request).then(
       (batch) => this.#fetched(batch, sent),
@@ -258,17 +247,17 @@ export class JobFeed {
     );
   }
 
-  #fetched(batch: LockedBatch, sent: { at: number; handBacks: number; leftOut: LockedBatch["passedOver"] }): void {
+  #fetched(batch: LockedBatch, sent: { at: number; unlocks: number; leftOut: LockedBatch["passedOver"] }): void {
     this.#fetching = undefined;
     if (this.#mode === "RELEASED") {
-      this.#handBack(batch.jobs);
+      this.#unlock(batch.jobs);
       return;
     }
     this.#backoffMs = this.options.backoff.initialMs;
     this.#wantedSince = 0;
     this.options.onFetched({ ok: true });
-    // Read before a request or a hand-back that came meanwhile, it vouches for nothing beyond what it found.
-    const current = !this.#fetchAgain && sent.handBacks === this.#handBacks;
+    // Read before a request or an unlock that came meanwhile, it cannot tell that the store is drained.
+    const current = !this.#fetchAgain && sent.unlocks === this.#unlocks;
     this.#backlog = !batch.drained;
     this.#drainedAt = batch.drained && current ? sent.at : 0;
     if (batch.drained && current)
@@ -304,51 +293,47 @@ export class JobFeed {
     this.#drainedAt = 0;
     const delay = this.#backoffMs;
     this.#backoffMs = Math.min(this.#backoffMs * 2, this.options.backoff.maxMs);
-    // The failed fetch went out with room, and nothing has been added since: there is room still.
     this.#backoffTimer = this.#clock.setTimeout(() => {
       this.#backoffTimer = undefined;
-      if (this.#mode === "BACKING_OFF") this.#enterFetching();
+      if (this.#mode !== "BACKING_OFF") return;
+      // Jobs put back meanwhile (Agenda stopping) may have filled the lanes.
+      if (this.#hasRoom()) this.#enterFetching();
+      else this.#enterWaitingForRoom();
     }, delay);
   }
 
   #enterReleased(): void {
     this.#mode = "RELEASED";
     this.#wantedSince = 0;
-    for (const timer of [this.#backoffTimer, this.#sweepTimer, ...this.#dueTimers])
-      if (timer !== undefined) this.#clock.clearTimeout(timer);
+    for (const timer of [this.#backoffTimer, this.#sweepTimer]) if (timer !== undefined) this.#clock.clearTimeout(timer);
     this.#backoffTimer = undefined;
     this.#sweepTimer = undefined;
-    this.#dueTimers.clear();
   }
 
-  /** While jobs wait, hands back those whose lock grew too old to hand out. */
+  /** While jobs wait, unlocks those whose lock grew too old to hand out. */
   #sweepLater(): void {
     if (this.#sweepTimer !== undefined || this.#lanes.waiting === 0) return;
     this.#sweepTimer = this.#clock.setTimeout(() => {
       this.#sweepTimer = undefined;
       if (this.#mode === "RELEASED") return;
-      this.#handBack(this.#lanes.remove((job) => !this.#fresh(job)));
+      this.#unlock(this.#lanes.remove((job) => !this.#fresh(job)));
       this.#refillIfLow();
       this.#sweepLater();
     }, this.options.handoutMaxAgeMs / 2);
   }
 
   /**
-   * Returns jobs to the store. They are due again there, so nothing vouches
-   * for the store being drained any more, and their endpoints are fetched
+   * Hands jobs' locks back to the store. They are due again there, so the
+   * store is no longer known to be drained, and their endpoints are fetched
    * for again once they have room.
    */
-  #handBack(jobs: readonly LockedJob[]): void {
+  #unlock(jobs: readonly LockedJob[]): void {
     if (jobs.length === 0) return;
     this.#drainedAt = 0;
-    this.#handBacks++;
-    this.#leftBehind.handedBack(jobs);
-    const handing = this.store.unlock(jobs.map((job) => ({ id: job.id, heldLock: job.lockedAt }))).catch(this.options.onUnlockError);
-    this.#handingBack.add(handing);
-    void handing.finally(() => this.#handingBack.delete(handing));
+    this.#unlocks++;
+    this.#leftBehind.unlocked(jobs);
+    const unlocking = this.store.unlock(jobs.map((job) => ({ id: job.id, heldLock: job.lockedAt }))).catch(this.options.onUnlockError);
+    this.#unlocking.add(unlocking);
+    void unlocking.finally(() => this.#unlocking.delete(unlocking));
   }
-}
-
-function noBudget(budgets: ReadonlyMap<string, number>): string[] {
-  return [...budgets].filter(([, budget]) => budget === 0).map(([key]) => key);
 }

@@ -50,7 +50,6 @@ export interface FinishedRun extends HeldJob {
 export interface RetriedRun extends HeldJob {
   readonly attempt: DeliveryAttempt;
   readonly nextRunAt: Date;
-  readonly reason: string;
 }
 
 /**

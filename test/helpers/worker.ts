@@ -101,7 +101,7 @@ export async function workerSetUp(
         await jobs.finish({ ...held, attempt: record, status });
       },
       recordRetry: async (record, retry) => {
-        await jobs.retry({ ...held, attempt: record, nextRunAt: new Date(), reason: retry.reason });
+        await jobs.retry({ ...held, attempt: record, nextRunAt: new Date() });
       },
     });
   };

@@ -56,7 +56,7 @@ async function recordThroughJob(jobs: JobStore, attempt: DeliveryAttempt, status
   const heldJob = { id: job.id, heldLock: job.lockedAt };
   const written =
     status === "pending"
-      ? await jobs.retry({ ...heldJob, attempt, nextRunAt: new Date(), reason: "contract" })
+      ? await jobs.retry({ ...heldJob, attempt, nextRunAt: new Date() })
       : await jobs.finish({ ...heldJob, attempt, status });
   if (!written) throw new Error(`the job of ${attempt.notificationId} was not written`);
 }
@@ -220,7 +220,7 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<Co
         };
         return i % 2 === 0
           ? store.jobs.finish({ ...held, attempt, status: "delivered" })
-          : store.jobs.retry({ ...held, attempt, nextRunAt: new Date(Date.now() + 3_600_000), reason: "contract" });
+          : store.jobs.retry({ ...held, attempt, nextRunAt: new Date(Date.now() + 3_600_000) });
       }),
     );
     t.true(written.every(Boolean));

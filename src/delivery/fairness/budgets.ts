@@ -32,6 +32,11 @@ export function scanWindow(request: LockRequest): number {
   return SCAN_PER_JOB * Math.max(1, Math.min(request.limit, takeable));
 }
 
+/** The keys (endpoints or clients) whose budget is 0: a lock leaves their due jobs where they are. */
+export function withoutBudget(budgets: ReadonlyMap<string, number>): string[] {
+  return [...budgets].filter(([, budget]) => budget === 0).map(([key]) => key);
+}
+
 /** Endpoints and clients whose due jobs a lock left where they are. */
 export interface PassedOver {
   endpoints: readonly string[];
@@ -181,7 +186,7 @@ export class LaneBudgets<J extends LaneJob> {
 /**
  * Endpoints and clients that may have due jobs in the store the feed did
  * not take: a lock's budgets passed them over or left them out, or their
- * jobs were handed back. When one of their jobs finishes here (room again),
+ * jobs were unlocked. When one of their jobs finishes here (room again),
  * the feed fetches. A fetch that read every due job it could see tells
  * exactly which are still left behind, so the sets follow the active
  * endpoints and clients rather than grow.
@@ -196,8 +201,8 @@ export class LeftBehind {
     for (const clientId of left.clients) this.#clients.add(clientId);
   }
 
-  /** These jobs went back to the store. */
-  handedBack(jobs: readonly LaneJob[]): void {
+  /** These jobs were unlocked: due in the store again. */
+  unlocked(jobs: readonly LaneJob[]): void {
     for (const job of jobs) {
       this.#endpoints.add(job.endpoint);
       this.#clients.add(job.clientId);

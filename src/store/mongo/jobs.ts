@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import { type LockRequest, scanWindow, withinBudgets } from "../../delivery/fairness/budgets.js";
+import { type LockRequest, scanWindow, withinBudgets, withoutBudget } from "../../delivery/fairness/budgets.js";
 import type {
   DeliveryRead,
   FinishedRun,
@@ -36,9 +36,8 @@ interface JobDoc {
   lockedBy: string | null;
   /** Who inserted it: a change-stream listener skips its own instance's inserts. */
   insertedBy: string;
-  failCount: number;
-  failReason?: string;
-  failedAt?: Date;
+  /** Kept from older versions; no longer written. */
+  failCount?: number;
   traceContext?: string;
 }
 
@@ -100,9 +99,12 @@ export class MongoJobStore implements JobStore {
   async #giveJob(filter: Record<string, unknown>, nextRunAt: Date, failCount: number): Promise<void> {
     const subscriptions = collections(this.db).subscriptions;
     for await (const doc of this.#notifications.find({ ...filter, status: "pending", job: { $exists: false } })) {
+      // One whose subscription is gone gets a job too: its attempt fails it as deleted.
       const subscription = await subscriptions.findOne({ _id: doc.subscriptionId });
-      if (!subscription) continue;
-      const job = this.#newJob({ notification: toNotification(doc), endpoint: endpointOf(doc.clientId, subscription.url) }, nextRunAt);
+      const job = this.#newJob(
+        { notification: toNotification(doc), endpoint: endpointOf(doc.clientId, subscription?.url ?? "") },
+        nextRunAt,
+      );
       await this.#notifications.updateOne(
         { _id: doc._id, job: { $exists: false } },
         { $set: { job: { ...job, failCount }, scheduled: true } },
@@ -143,8 +145,10 @@ export class MongoJobStore implements JobStore {
     const now = new Date();
     const deadline = new Date(now.getTime() - this.options.lockLifetimeMs);
     const scan = scanWindow(request);
-    const none = (budgets: ReadonlyMap<string, number>) => [...budgets].filter(([, budget]) => budget === 0).map(([key]) => key);
-    const leftOut = { "job.endpoint": { $nin: none(request.endpointBudgets) }, "job.clientId": { $nin: none(request.clientBudgets) } };
+    const leftOut = {
+      "job.endpoint": { $nin: withoutBudget(request.endpointBudgets) },
+      "job.clientId": { $nin: withoutBudget(request.clientBudgets) },
+    };
     const project = { _id: 1, "job.endpoint": 1, "job.clientId": 1, "job.nextRunAt": 1 } as const;
     type Candidate = { _id: string; job: { endpoint: string; clientId: string; nextRunAt: Date | null } };
     // `job: {$exists: true}` lets the partial index serve these reads.
@@ -232,38 +236,23 @@ export class MongoJobStore implements JobStore {
   }
 
   /**
-   * The attempt is recorded, then the job removed: two writes. Once the
-   * attempt is recorded its run has done its part; a removal that fails
-   * then leaves the job to its lock's expiry (its next run finds the
-   * notification ended), rather than failing the run.
+   * The attempt is recorded, then the job removed: two writes. If the
+   * removal fails, the job runs again later and finds its notification
+   * ended: nothing is sent twice.
    */
   async finish(run: FinishedRun): Promise<boolean> {
     await this.#record(run.attempt, run.status);
-    return this.remove(run).catch(() => false);
+    return this.remove(run);
   }
 
   /**
-   * The attempt is recorded, then the retry scheduled: two writes. A
-   * schedule that fails once the attempt is recorded leaves the job to its
-   * lock's expiry: the retry runs early, never lost.
+   * The attempt is recorded, then the retry scheduled: two writes. If the
+   * schedule fails, the run fails on our side and is rescheduled (or its
+   * lock expires): the retry runs early, never lost.
    */
   async retry(run: RetriedRun): Promise<boolean> {
     await this.#record(run.attempt, "pending");
-    const { matchedCount } = await this.#notifications
-      .updateOne({ _id: run.id, "job.lockedAt": run.heldLock }, [
-        {
-          $set: {
-            "job.nextRunAt": { $literal: run.nextRunAt },
-            "job.lockedAt": null,
-            "job.lockedBy": null,
-            "job.failCount": { $add: [{ $ifNull: ["$job.failCount", 0] }, 1] },
-            "job.failReason": { $literal: run.reason },
-            "job.failedAt": "$$NOW",
-          },
-        },
-      ])
-      .catch(() => ({ matchedCount: 0 }));
-    return matchedCount === 1;
+    return this.reschedule(run, run.nextRunAt);
   }
 
   async reschedule(job: HeldJob, nextRunAt: Date): Promise<boolean> {
@@ -299,7 +288,6 @@ export class MongoJobStore implements JobStore {
       lockedAt: null,
       lockedBy: null,
       insertedBy: this.options.owner,
-      failCount: 0,
       ...optional("traceContext", delivery.traceContext),
     };
   }

@@ -2,40 +2,13 @@ import { endpointOf } from "../../domain/endpoint.js";
 import type { SqlClient, SqlPool } from "./sql-pool.js";
 import { inTransaction, MIGRATION_LOCK } from "./transaction.js";
 
-/**
- * Agenda's state of each pending notification's next attempt, one row per
- * notification (its id is the job id), deleted with it. A row is inserted
- * with its notification and deleted once the notification is delivered or
- * has failed for good. Due jobs are read in (next_run_at, id) order, the
- * lock rule's (delivery/fairness/budgets.ts): one publish's jobs are all due
- * at the same moment.
- */
-const CREATE = `
-  CREATE TABLE IF NOT EXISTS wh_delivery_jobs (
-    id text PRIMARY KEY REFERENCES wh_notifications (id) ON DELETE CASCADE,
-    endpoint text NOT NULL,
-    client_id text NOT NULL,
-    next_run_at timestamptz,
-    locked_at timestamptz,
-    locked_by text,
-    last_run_at timestamptz,
-    last_finished_at timestamptz,
-    fail_count integer NOT NULL DEFAULT 0,
-    fail_reason text,
-    failed_at timestamptz
-  ) WITH (fillfactor = 70);
-  ALTER TABLE wh_delivery_jobs ADD COLUMN IF NOT EXISTS trace_context text;
-  CREATE INDEX IF NOT EXISTS wh_delivery_jobs_due_order_idx ON wh_delivery_jobs (next_run_at, id) WHERE locked_at IS NULL;
-  DROP INDEX IF EXISTS wh_delivery_jobs_due_idx;
-  CREATE INDEX IF NOT EXISTS wh_delivery_jobs_locked_idx ON wh_delivery_jobs (locked_at) WHERE locked_at IS NOT NULL;`;
-
 /** Taken over a thousand at a time. */
 const TAKE_OVER_BATCH = 1000;
 
 interface Orphan {
   id: string;
   client_id: string;
-  url: string;
+  url: string | null;
   next_run_at: Date | null;
   fail_count: number | null;
 }
@@ -52,22 +25,22 @@ function orphans(fromAgendaTable: boolean): string {
     : "LEFT JOIN (SELECT NULL::timestamptz AS next_run_at, NULL::int AS fail_count) a ON false";
   return `
     SELECT n.id, n.client_id, s.url, a.next_run_at, a.fail_count
-    FROM wh_notifications n JOIN wh_subscriptions s ON s.id = n.subscription_id ${legacy}
+    FROM wh_notifications n LEFT JOIN wh_subscriptions s ON s.id = n.subscription_id ${legacy}
     WHERE n.status = 'pending' AND ${fromAgendaTable ? "(NOT n.scheduled OR a.id IS NOT NULL)" : "NOT n.scheduled"}
       AND NOT EXISTS (SELECT 1 FROM wh_delivery_jobs j WHERE j.id = n.id)
     LIMIT ${TAKE_OVER_BATCH}`;
 }
 
 /**
- * Creates the job table, and gives a job to every pending notification an
- * older version left without one here: due when its old job was due (now,
- * for one never queued), unlocked, its endpoint read from its subscription's
- * URL as any new job's is (endpoint.ts).
+ * Gives a job to every pending notification an older version left without
+ * one (the job table itself is made by a migration, schema.ts): due when its
+ * old job was due (now, for one never queued), unlocked, its endpoint read
+ * from its subscription's URL as any new job's is (endpoint.ts). One whose
+ * subscription is gone gets a job too: its attempt fails it as deleted.
  */
 export async function prepareJobTable(pool: SqlPool): Promise<void> {
   await inTransaction(pool, async (client) => {
     await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
-    await client.query(CREATE);
     const { rows } = await client.query<{ legacy: boolean }>("SELECT to_regclass('agenda_jobs') IS NOT NULL AS legacy");
     const fromAgendaTable = rows[0]?.legacy === true;
     while ((await takeOver(client, orphans(fromAgendaTable))) === TAKE_OVER_BATCH);
@@ -87,7 +60,7 @@ async function takeOver(client: SqlClient, select: string): Promise<number> {
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::int[])`,
     [
       rows.map((row) => row.id),
-      rows.map((row) => endpointOf(row.client_id, row.url)),
+      rows.map((row) => endpointOf(row.client_id, row.url ?? "")),
       rows.map((row) => row.client_id),
       rows.map((row) => row.next_run_at ?? new Date()),
       rows.map((row) => row.fail_count ?? 0),

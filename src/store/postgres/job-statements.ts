@@ -3,9 +3,9 @@ import { forDeliveryColumns } from "./notifications.js";
 
 /**
  * The job table's statements. A job is one pending notification's next
- * attempt (its id is the notification's), in `wh_delivery_jobs`
- * (job-schema.ts), inserted with its notification and deleted once the
- * notification is delivered or has failed for good.
+ * attempt (its id is the notification's), in `wh_delivery_jobs` (made by a
+ * migration, schema.ts), inserted with its notification and deleted once
+ * the notification is delivered or has failed for good.
  */
 
 /**
@@ -173,9 +173,7 @@ export function recordParameters(records: ReadonlyArray<{ attempt: DeliveryAttem
 
 /**
  * Final attempts recorded and their jobs deleted where still held ($10), in
- * one statement. It locks the jobs (the `removed` CTE runs first) and then
- * the notifications; nothing locks a notification and then its job, so no
- * two statements wait on each other in the opposite order.
+ * one statement: one round trip and one commit.
  */
 export const FINISH = `
   ${RECORD_ATTEMPTS}, removed AS (
@@ -185,13 +183,11 @@ export const FINISH = `
   )
   SELECT id, held_lock FROM removed`;
 
-/** Failed attempts recorded and their retries scheduled where still held ($10), due at $11, the failure $12, as FINISH. */
+/** Failed attempts recorded and their retries scheduled, due at $11, where still held ($10), as FINISH. */
 export const RETRY = `
   ${RECORD_ATTEMPTS}, saved AS (
-    UPDATE wh_delivery_jobs AS j
-    SET next_run_at = t.next_run_at, locked_at = NULL, locked_by = NULL, last_run_at = t.held_lock,
-        last_finished_at = now(), fail_count = j.fail_count + 1, fail_reason = t.reason, failed_at = now()
-    FROM unnest($1::text[], $10::timestamptz[], $11::timestamptz[], $12::text[]) AS t (id, held_lock, next_run_at, reason)
+    UPDATE wh_delivery_jobs AS j SET next_run_at = t.next_run_at, locked_at = NULL, locked_by = NULL
+    FROM unnest($1::text[], $10::timestamptz[], $11::timestamptz[]) AS t (id, held_lock, next_run_at)
     WHERE ${STILL_HELD}
     RETURNING j.id, t.held_lock
   )

@@ -1,6 +1,6 @@
 import { Coalescer } from "../../coalescer.js";
 import type { LockRequest } from "../../delivery/fairness/budgets.js";
-import { scanWindow } from "../../delivery/fairness/budgets.js";
+import { scanWindow, withoutBudget } from "../../delivery/fairness/budgets.js";
 import type {
   FinishedRun,
   HeldJob,
@@ -99,7 +99,6 @@ export class PostgresJobStore implements JobStore {
             ...recordParameters(runs.map((run) => ({ attempt: run.attempt, status: "pending" }))),
             runs.map((run) => run.heldLock),
             runs.map((run) => run.nextRunAt),
-            runs.map((run) => run.reason),
           ],
         });
         return written(runs, rows);
@@ -156,8 +155,8 @@ export class PostgresJobStore implements JobStore {
         clients.map(([clientId]) => clientId),
         clients.map(([, budget]) => budget),
         request.defaultPerClient,
-        endpoints.filter(([, budget]) => budget === 0).map(([endpoint]) => endpoint),
-        clients.filter(([, budget]) => budget === 0).map(([clientId]) => clientId),
+        withoutBudget(request.endpointBudgets),
+        withoutBudget(request.clientBudgets),
       ],
     });
     const lockedRows = rows.filter((row): row is LockRow & { id: string } => row.id !== null);

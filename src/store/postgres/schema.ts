@@ -87,6 +87,28 @@ export const MIGRATIONS: readonly string[] = [
   "ALTER TABLE wh_notifications SET (fillfactor = 80)",
   // Subscriptions from before signing schemes sign as the specification says.
   "ALTER TABLE wh_subscriptions ADD COLUMN signature_scheme text NOT NULL DEFAULT 'RSA_SHA256'",
+  // Each pending notification's next attempt, as Agenda runs it: one row per notification (its id is the
+  // job id), inserted with it and deleted once it is delivered or has failed for good. Due jobs are read in
+  // (next_run_at, id) order, the lock rule's (delivery/fairness/budgets.ts). Older versions made the table
+  // outside the migrations, hence IF NOT EXISTS. fail_count and the other Agenda-era columns are no longer
+  // written.
+  `CREATE TABLE IF NOT EXISTS wh_delivery_jobs (
+     id text PRIMARY KEY REFERENCES wh_notifications (id) ON DELETE CASCADE,
+     endpoint text NOT NULL,
+     client_id text NOT NULL,
+     next_run_at timestamptz,
+     locked_at timestamptz,
+     locked_by text,
+     last_run_at timestamptz,
+     last_finished_at timestamptz,
+     fail_count integer NOT NULL DEFAULT 0,
+     fail_reason text,
+     failed_at timestamptz
+   ) WITH (fillfactor = 70);
+   ALTER TABLE wh_delivery_jobs ADD COLUMN IF NOT EXISTS trace_context text;
+   CREATE INDEX IF NOT EXISTS wh_delivery_jobs_due_order_idx ON wh_delivery_jobs (next_run_at, id) WHERE locked_at IS NULL;
+   DROP INDEX IF EXISTS wh_delivery_jobs_due_idx;
+   CREATE INDEX IF NOT EXISTS wh_delivery_jobs_locked_idx ON wh_delivery_jobs (locked_at) WHERE locked_at IS NOT NULL;`,
 ];
 
 /** Brings the schema up to date; `migrations` other than all of them only to build an older schema in a test. */

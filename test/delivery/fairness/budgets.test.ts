@@ -87,7 +87,7 @@ test("left behind: a finish brings a fetch once its endpoint or client has nothi
   t.false(left.roomFor(job, { endpoint: 2, client: 2 }), "it still has jobs waiting here");
   t.true(left.roomFor(job, { endpoint: 0, client: 2 }));
   t.false(left.roomFor(job, { endpoint: 0, client: 0 }), "once: it was forgotten");
-  left.handedBack([{ endpoint: "e2", clientId: "c2" }]);
+  left.unlocked([{ endpoint: "e2", clientId: "c2" }]);
   t.deepEqual(left.size, { endpoints: 1, clients: 1 }, "a hand-back leaves its endpoint and client behind");
   t.true(left.roomFor({ endpoint: "e9", clientId: "c2" }, { endpoint: 0, client: 0 }), "by its client, whatever the endpoint");
   left.add({ endpoints: ["e2", "e3"], clients: ["c3"] });
