@@ -33,4 +33,4 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=20s \
 # As npm start runs it: 16 MB semi-spaces for the event loop, a full collection once the old
 # generation has doubled, each young generation scavenged by the thread that allocated it
 # (docs/performance.md: Memory, What limits throughput).
-CMD ["node", "--require", "./dist/thread-pool.cjs", "--max-semi-space-size=16", "--heap-growing-percent=100", "--no-parallel-scavenge", "dist/main.js"]
+CMD ["node", "--max-semi-space-size=16", "--heap-growing-percent=100", "--no-parallel-scavenge", "dist/main.js"]

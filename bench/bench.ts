@@ -13,18 +13,18 @@
  */
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { createPrivateKey, generateKeyPairSync } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import { cpus, tmpdir, totalmem } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { join } from "node:path";
 import pg from "pg";
 import { Agent } from "undici";
 import { signBody } from "../src/domain/signature.js";
 import { generateEd25519KeyPair, standardWebhooksHeaders } from "../src/domain/standard-webhooks.js";
 import { type GcPauses, gcPausesBetween, gcPausesOf } from "./gc-pauses.js";
 import { SCHEMES, type Scheme, type SchemeFigures, schemeTable } from "./schemes.js";
-import { preloadFrom, startCommand } from "./start-command.js";
+import { startCommand } from "./start-command.js";
 import { median, slowest, steadyRate, summarise } from "./stats.js";
 import { type Figure, summary, verdicts } from "./targets.js";
 
@@ -46,13 +46,9 @@ const metricsOn = process.env.BENCH_METRICS !== "off";
 const ADMIN = "bench-admin-token-0123456789";
 /** The service build the bench runs (BENCH_SERVICE: another one, to compare builds in turn). */
 const SERVICE_ENTRY = process.env.BENCH_SERVICE ?? "dist/main.js";
-const SERVICE_PRELOAD = resolve(dirname(SERVICE_ENTRY), "thread-pool.cjs");
 const START = startCommand(JSON.parse(readFileSync("package.json", "utf8")).scripts.start);
-/**
- * As `npm start` runs it (this checkout's package.json, whichever build BENCH_SERVICE names), with the
- * thread-pool preload of the build it runs, if that build has one. BENCH_NODE_ARGS come after, and win.
- */
-const SERVICE_NODE_ARGS = preloadFrom(START.nodeArgs, "thread-pool.cjs", existsSync(SERVICE_PRELOAD) ? SERVICE_PRELOAD : undefined);
+/** As `npm start` runs it (this checkout's package.json, whichever build BENCH_SERVICE names). BENCH_NODE_ARGS come after, and win. */
+const SERVICE_NODE_ARGS = START.nodeArgs;
 /** The environment `npm start` gives it (glibc's malloc thresholds: see docs/performance.md, Memory). */
 const SERVICE_ENV = START.env;
 const MASTER = "ab".repeat(32);

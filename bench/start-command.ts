@@ -24,21 +24,3 @@ export function startCommand(script: string): StartCommand {
   }
   return { nodeArgs: words.slice(node + 1, -1), entry: words.at(-1) as string, env };
 }
-
-/**
- * `args` with the module they preload as `--require …/name` taken from `path`
- * instead, or dropped where there is none (undefined). Any other mention of
- * `name` is refused: the bench would load this checkout's copy into another build.
- */
-export function preloadFrom(args: readonly string[], name: string, path: string | undefined): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    if (arg === "--require" && args[i + 1]?.endsWith(`/${name}`)) {
-      if (path) out.push(arg, path);
-      i++;
-    } else if (arg.includes(name)) throw new Error(`the start script preloads ${name} as ${arg}, not as --require …/${name}`);
-    else out.push(arg);
-  }
-  return out;
-}

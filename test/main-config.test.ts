@@ -47,7 +47,6 @@ const BAD: Array<[string, string]> = [
   ["SHUTDOWN_GRACE_MS", "soon"],
   ["WATCHER_BUFFER_SIZE", "0"],
   ["LOG_LEVEL", "verbose"],
-  ["UV_THREADPOOL_SIZE", "lots"],
   ["MALLOC_MMAP_THRESHOLD_", "64M"],
   ["MALLOC_TRIM_THRESHOLD_", "-1"],
   ["METRICS_ENABLED", "sometimes"],

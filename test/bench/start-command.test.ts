@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import test from "ava";
-import { preloadFrom, startCommand } from "../../bench/start-command.js";
+import { startCommand } from "../../bench/start-command.js";
 
 test("the bench reads npm start's node arguments and environment from package.json", async (t) => {
   const { scripts } = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8"));
@@ -25,12 +25,4 @@ test("a start script the bench cannot follow is refused, and named", (t) => {
   t.throws(() => startCommand("tsx src/main.ts"), { message: /does not run node/ });
   t.throws(() => startCommand("node dist/main.js --port 1"), { message: /entry point as its last word/ });
   t.throws(() => startCommand("A=1 node dist/main.js"), { message: /sets A=1/ });
-});
-
-test("the preload is taken from the build the bench runs, or dropped where that build has none", (t) => {
-  const args = ["--require", "./dist/thread-pool.cjs", "--flag"];
-  t.deepEqual(preloadFrom(args, "thread-pool.cjs", "/other/dist/thread-pool.cjs"), ["--require", "/other/dist/thread-pool.cjs", "--flag"]);
-  t.deepEqual(preloadFrom(args, "thread-pool.cjs", undefined), ["--flag"]);
-  t.deepEqual(preloadFrom(["--require", "./probe.cjs"], "thread-pool.cjs", undefined), ["--require", "./probe.cjs"]);
-  t.throws(() => preloadFrom(["-r", "./dist/thread-pool.cjs"], "thread-pool.cjs", undefined), { message: /preloads thread-pool.cjs as/ });
 });
