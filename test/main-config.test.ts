@@ -47,8 +47,6 @@ const BAD: Array<[string, string]> = [
   ["SHUTDOWN_GRACE_MS", "soon"],
   ["WATCHER_BUFFER_SIZE", "0"],
   ["LOG_LEVEL", "verbose"],
-  ["MALLOC_MMAP_THRESHOLD_", "64M"],
-  ["MALLOC_TRIM_THRESHOLD_", "-1"],
   ["METRICS_ENABLED", "sometimes"],
   ["METRICS_TOKEN", "short"],
   ["OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"],
