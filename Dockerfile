@@ -15,9 +15,6 @@ RUN npx tsc -p tsconfig.build.json && node --import tsx tools/build-portal.ts &&
 
 FROM node:20.20.2-bookworm-slim
 ENV NODE_ENV=production
-# As npm start runs it: glibc's malloc with fixed thresholds, so that the memory V8 frees after
-# compiling PGlite's WebAssembly goes back to the system (docs/performance.md, Memory).
-ENV MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072
 WORKDIR /app
 # package.json carries "type": "module", which dist/*.js needs.
 COPY --from=build /app/package.json ./
@@ -30,7 +27,5 @@ EXPOSE 8080
 # The slim image has no curl; Node's fetch probes /healthz.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# As npm start runs it: 16 MB semi-spaces for the event loop, a full collection once the old
-# generation has doubled, each young generation scavenged by the thread that allocated it
-# (docs/performance.md: Memory, What limits throughput).
-CMD ["node", "--require", "./dist/thread-pool.cjs", "--max-semi-space-size=16", "--heap-growing-percent=100", "--no-parallel-scavenge", "dist/main.js"]
+# As npm start runs it.
+CMD ["node", "dist/main.js"]

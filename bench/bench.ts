@@ -13,18 +13,16 @@
  */
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { createPrivateKey, generateKeyPairSync } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import { cpus, tmpdir, totalmem } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { join } from "node:path";
 import pg from "pg";
 import { Agent } from "undici";
 import { signBody } from "../src/domain/signature.js";
 import { generateEd25519KeyPair, standardWebhooksHeaders } from "../src/domain/standard-webhooks.js";
 import { type GcPauses, gcPausesBetween, gcPausesOf } from "./gc-pauses.js";
 import { SCHEMES, type Scheme, type SchemeFigures, schemeTable } from "./schemes.js";
-import { preloadFrom, startCommand } from "./start-command.js";
 import { median, slowest, steadyRate, summarise } from "./stats.js";
 import { type Figure, summary, verdicts } from "./targets.js";
 
@@ -44,17 +42,8 @@ const onlyStore = process.argv.find((a) => a.startsWith("--store="))?.slice(8);
 /** BENCH_METRICS=off runs the service with METRICS_ENABLED=false, to compare a run with metrics and one without. */
 const metricsOn = process.env.BENCH_METRICS !== "off";
 const ADMIN = "bench-admin-token-0123456789";
-/** The service build the bench runs (BENCH_SERVICE: another one, to compare builds in turn). */
+/** The service build the bench runs, as `npm start` does (`node dist/main.js`); BENCH_SERVICE: another one, to compare builds in turn. */
 const SERVICE_ENTRY = process.env.BENCH_SERVICE ?? "dist/main.js";
-const SERVICE_PRELOAD = resolve(dirname(SERVICE_ENTRY), "thread-pool.cjs");
-const START = startCommand(JSON.parse(readFileSync("package.json", "utf8")).scripts.start);
-/**
- * As `npm start` runs it (this checkout's package.json, whichever build BENCH_SERVICE names), with the
- * thread-pool preload of the build it runs, if that build has one. BENCH_NODE_ARGS come after, and win.
- */
-const SERVICE_NODE_ARGS = preloadFrom(START.nodeArgs, "thread-pool.cjs", existsSync(SERVICE_PRELOAD) ? SERVICE_PRELOAD : undefined);
-/** The environment `npm start` gives it (glibc's malloc thresholds: see docs/performance.md, Memory). */
-const SERVICE_ENV = START.env;
 const MASTER = "ab".repeat(32);
 /** Publish calls in flight at once in (a) and its warm-up (BENCH_PUBLISHERS overrides it, for diagnosis). */
 const THROUGHPUT_PUBLISHERS = Number(process.env.BENCH_PUBLISHERS ?? 64);
@@ -333,33 +322,28 @@ async function runStore(
   // BENCH_NODE_ARGS: flags for the service's node alone, including V8 flags NODE_OPTIONS refuses.
   // BENCH_SERVICE: another build's entry point (e.g. a copy of dist/ from an earlier commit), to compare builds in turn.
   const service = tracked(
-    spawn(
-      process.execPath,
-      [...profile, ...SERVICE_NODE_ARGS, ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []), SERVICE_ENTRY],
-      {
-        env: {
-          ...SERVICE_ENV,
-          ...process.env,
-          ...env,
-          // BENCH_NODE_OPTIONS: node options for the service alone (e.g. --import a probe).
-          ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
-          PORT: String(port),
-          HOST: "127.0.0.1",
-          ADMIN_TOKEN: ADMIN,
-          SIGNING_MASTER_KEY: MASTER,
-          ALLOW_PRIVATE_TARGETS: "true",
-          ALLOW_HTTP_TARGETS: "true",
-          RETRY_SCHEDULE: "1s,2s,4s,8s,16s",
-          RATE_LIMIT_PER_SECOND: "0",
-          LOG_LEVEL: "warn",
-          // The backlog scenario leaves requests hanging on purpose: don't wait for them at the end.
-          SHUTDOWN_GRACE_MS: "1000",
-          METRICS_ENABLED: String(metricsOn),
-        },
-        // BENCH_SERVICE_STDOUT=1 shows the service's stdout (e.g. with BENCH_NODE_ARGS=--trace-gc).
-        stdio: ["ignore", process.env.BENCH_SERVICE_STDOUT === "1" ? "inherit" : "ignore", "inherit"],
+    spawn(process.execPath, [...profile, ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []), SERVICE_ENTRY], {
+      env: {
+        ...process.env,
+        ...env,
+        // BENCH_NODE_OPTIONS: node options for the service alone (e.g. --import a probe).
+        ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        ADMIN_TOKEN: ADMIN,
+        SIGNING_MASTER_KEY: MASTER,
+        ALLOW_PRIVATE_TARGETS: "true",
+        ALLOW_HTTP_TARGETS: "true",
+        RETRY_SCHEDULE: "1s,2s,4s,8s,16s",
+        RATE_LIMIT_PER_SECOND: "0",
+        LOG_LEVEL: "warn",
+        // The backlog scenario leaves requests hanging on purpose: don't wait for them at the end.
+        SHUTDOWN_GRACE_MS: "1000",
+        METRICS_ENABLED: String(metricsOn),
       },
-    ),
+      // BENCH_SERVICE_STDOUT=1 shows the service's stdout (e.g. with BENCH_NODE_ARGS=--trace-gc).
+      stdio: ["ignore", process.env.BENCH_SERVICE_STDOUT === "1" ? "inherit" : "ignore", "inherit"],
+    }),
   );
   const base = `http://127.0.0.1:${port}`;
   try {
@@ -782,6 +766,7 @@ async function scrapeTime(base: string): Promise<{ median: number; max: number; 
 }
 
 let postgresVersion: string | undefined;
+let postgresAutovacuum: string | undefined;
 
 async function main() {
   if (!asJson) console.error(`webhook service benchmark (${quick ? "quick" : "full"}), ${new Date().toISOString()}`);
@@ -830,7 +815,16 @@ async function main() {
         const name = `wh_bench_${Date.now()}`;
         const admin = new pg.Client({ connectionString: adminUrl });
         await admin.connect();
-        postgresVersion = (await admin.query<{ server_version: string }>("SHOW server_version")).rows[0]?.server_version ?? "unknown";
+        const server = (
+          await admin.query<{ version: string; autovacuum: string }>(
+            "SELECT current_setting('server_version') AS version, current_setting('autovacuum') AS autovacuum",
+          )
+        ).rows[0];
+        postgresVersion = server?.version ?? "unknown";
+        postgresAutovacuum = server?.autovacuum ?? "unknown";
+        // The bench leaves the server's settings as they are: say when they are not what docs/operations.md asks for.
+        if (postgresAutovacuum !== "on")
+          console.error("  ! PostgreSQL's autovacuum is off on this server: the job table's dead rows pile up, and its figures show that");
         await admin.query(`CREATE DATABASE ${name}`);
         const url = new URL(adminUrl);
         url.pathname = `/${name}`;
@@ -874,6 +868,7 @@ async function main() {
     memoryGiB: Math.round(totalmem() / 2 ** 30),
     node: process.version,
     postgres: postgresVersion,
+    postgresAutovacuum,
   };
   console.error(
     `\nTargets (${quick ? "quick run: too short to judge by" : "full run"}; ${machine.cpus} × ${machine.model}, Node ${machine.node}):`,

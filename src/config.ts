@@ -190,11 +190,6 @@ function host(env: Env): string {
 }
 
 export function loadConfig(env: Env): Config {
-  // Read by libuv itself (and set by dist/thread-pool.cjs when unset), which ignores a bad value silently.
-  integer(env, "UV_THREADPOOL_SIZE", 4, 1, 1024);
-  // Read by glibc's malloc at start (npm start sets them), which ignores a bad value silently; 32 MiB is its mmap threshold's maximum.
-  integer(env, "MALLOC_MMAP_THRESHOLD_", 131_072, 0, 32 * 1024 * 1024);
-  integer(env, "MALLOC_TRIM_THRESHOLD_", 131_072, 0, 2 ** 31 - 1);
   const policy = retryPolicy(env);
   if (!(policy.jitter >= 0 && policy.jitter < 1)) throw new ConfigError("RETRY_JITTER must be a number from 0 to below 1");
   const bootstrapApiKey = env.BOOTSTRAP_API_KEY || undefined;

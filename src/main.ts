@@ -1,4 +1,3 @@
-import "./delivery/agenda/debug-logger-cache.js";
 import { PortInUseError } from "./api/listener.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";

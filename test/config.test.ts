@@ -44,7 +44,6 @@ test("bad settings name the variable", (t) => {
     message: /LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/,
   });
   t.throws(() => loadConfig({ HOST: "not a host!" }), { message: /HOST must be an IP address or a host name/ });
-  t.throws(() => loadConfig({ UV_THREADPOOL_SIZE: "lots" }), { message: /UV_THREADPOOL_SIZE must be an integer/ });
   // Checked with the embedded store too, where they do not apply.
   t.throws(() => loadConfig({ MONGODB_CHANGE_STREAMS: "maybe" }), { message: /MONGODB_CHANGE_STREAMS must be true or false/ });
   t.throws(() => loadConfig({ DATABASE_POOL_SIZE: "0" }), { message: /DATABASE_POOL_SIZE must be an integer/ });

@@ -8,7 +8,6 @@ import { EmbeddedPool } from "./postgres/embedded-pool.js";
 import { createPostgresStore } from "./postgres/postgres-store.js";
 import { migrate } from "./postgres/schema.js";
 import type { SqlPool } from "./postgres/sql-pool.js";
-import { UnattendedVacuum } from "./postgres/unattended-vacuum.js";
 import { reportingUnavailable } from "./postgres/unavailable.js";
 
 export type StoreConfig =
@@ -57,10 +56,7 @@ export async function openStore(config: StoreConfig, log: Logger): Promise<OpenS
   }
 }
 
-/**
- * Where no autovacuum runs (PGlite has none; a server may have it off), the
- * service vacuums its tables this often (see EmbeddedPool, unattended-vacuum.ts).
- */
+/** PGlite runs no autovacuum: the service vacuums the embedded database's tables this often (see EmbeddedPool). */
 const VACUUM_EVERY_MS = 10_000;
 
 async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
@@ -167,30 +163,12 @@ async function openPostgres(url: string, poolSize: number, log: Logger): Promise
     await close();
     throw error;
   }
-  const vacuum = UnattendedVacuum.start(api, VACUUM_EVERY_MS, {
-    onUnattended: (tables, notOwned) =>
-      tables.length > 0
-        ? log.warn(
-            { tables, notOwned },
-            `PostgreSQL's autovacuum is off for these tables: the service vacuums them when autovacuum would, looking every ${VACUUM_EVERY_MS / 1000} s (turn autovacuum on to leave it to the server; those in notOwned it may not vacuum, and nothing does)`,
-          )
-        : log.info("PostgreSQL's autovacuum looks after every table again: the service no longer vacuums them"),
-    onError: (err) =>
-      log.warn(
-        { err },
-        `vacuuming the service's tables failed; it is tried again every ${VACUUM_EVERY_MS / 1000} s, and said once it works`,
-      ),
-    onRecovered: () => log.info("vacuuming the service's tables works again"),
-  });
   return {
     store: createPostgresStore(api),
     deliveryStore: createPostgresStore(bookkeeping),
     database: { kind: "postgres", api, bookkeeping, notifications },
     description: `PostgreSQL at ${redact(url)}`,
-    close: async () => {
-      await vacuum.stop();
-      await close();
-    },
+    close,
   };
 }
 

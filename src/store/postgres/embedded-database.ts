@@ -3,7 +3,6 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, rename, rm, rmdir } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { setFlagsFromString } from "node:v8";
 import { PGlite } from "@electric-sql/pglite";
 
 const execFileAsync = promisify(execFile);
@@ -16,18 +15,6 @@ const execFileAsync = promisify(execFile);
  * disk read.
  */
 export const EMBEDDED_SHARED_BUFFERS = "32MB";
-
-/**
- * V8 compiles WebAssembly with its baseline compiler (Liftoff) and then
- * recompiles hot functions with its optimising one (TurboFan). For PGlite's
- * PostgreSQL that second tier holds about 125 MB more resident memory, for
- * good, for about 7 % more throughput (see docs/performance.md, Memory):
- * memory is what the embedded store is short of. The flag is process-wide
- * and read as functions get hot, so it also keeps undici's HTTP parser
- * (llhttp, WebAssembly compiled as undici loads) at Liftoff: a POST to a
- * local receiver took no longer for it (20,000 POSTs, three runs of each).
- */
-export const WASM_FLAGS = "--liftoff-only";
 
 /**
  * Settings of ours for the embedded PostgreSQL, beyond PGlite's own (which
@@ -58,7 +45,6 @@ export async function openEmbeddedDatabase(directory: string): Promise<PGlite> {
     if (held.length > 0) throw new Error(`${directory} holds files but no database (no PG_VERSION): move it away to start anew`);
     await createEmbeddedDatabase(directory);
   }
-  setFlagsFromString(WASM_FLAGS);
   return PGlite.create(directory, {
     startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS.flatMap((setting) => ["-c", setting])],
   });
