@@ -7,9 +7,8 @@ import { type EmbeddedThreadData, type FromEmbeddedThread, joined, type ToEmbedd
 /**
  * The database thread's young generation, in MB (V8 makes its semi-spaces a
  * third of it). What that thread allocates in JavaScript is short-lived (the
- * wire messages it passes on), and the event loop's 16 MB semi-spaces
- * (`npm start`) would commit up to 32 MB there for nothing: see
- * docs/performance.md, Memory.
+ * wire messages it passes on): V8's default, sized for a whole process,
+ * would commit memory there for nothing.
  */
 const DATABASE_THREAD_YOUNG_GENERATION_MB = 12;
 
