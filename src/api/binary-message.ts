@@ -87,8 +87,8 @@ async function binaryMessages(framing: Framing, request: UniversalServerRequest,
   return messages;
 }
 
-/** Envelope flags: the message is compressed (with the grpc-encoding of the request or answer it is in). */
-export const COMPRESSED_FLAG = 0b01;
+/** Envelope flags: the message is compressed (with the request's grpc-encoding). */
+const COMPRESSED_FLAG = 0b01;
 /** Envelope header: a flags byte, then the message's length (32-bit big-endian). */
 const ENVELOPE_HEADER_BYTES = 5;
 
@@ -113,16 +113,6 @@ function splitEnvelopes(body: Uint8Array, readMaxBytes: number): Uint8Array[] {
     offset = start + length;
   }
   return messages;
-}
-
-/** The message of a body that is exactly one uncompressed envelope; undefined for any other body. */
-export function singleUncompressedMessage(body: Uint8Array): Uint8Array | undefined {
-  try {
-    const messages = splitEnvelopes(body, Number.POSITIVE_INFINITY);
-    return messages.length === 1 ? messages[0] : undefined;
-  } catch {
-    return undefined; // cut short, or marked compressed
-  }
 }
 
 function negotiate(requested: string | null, acceptHeader: string) {

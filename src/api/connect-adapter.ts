@@ -1,18 +1,14 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import { createAsyncIterable, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { isGrpcRequest, malformedMessage, withEmptyMessage } from "./binary-message.js";
 import { edgeContextValues, edgeFactsOf } from "./edge-facts.js";
 import { withSpecGrpcMessage } from "./grpc-message.js";
-import { answerGrpcUnary, grpcUnaryCall, type UnaryMethod, writeGrpcAnswer } from "./grpc-unary.js";
 import { discardBody, HttpError, type NodeRequest, readBody } from "./http-body.js";
 import { type NodeResponse, writeError } from "./rest-gateway.js";
-import { universalRequest } from "./universal-request.js";
 
 export interface ConnectAdapterOptions {
   maxBodyBytes: number;
-  /** The router's unary methods by request path (createRecordingRouter), for binary gRPC calls to be served without connect-es's streaming pipeline; none: every call takes connect-es's path. */
-  unaryMethods?: ReadonlyMap<string, UnaryMethod>;
   /** Answers requests for paths no handler serves. */
   fallback: (req: NodeRequest, res: NodeResponse) => void;
 }
@@ -25,9 +21,7 @@ export interface ConnectAdapterOptions {
  * the client reads the refusal instead of a reset (streams of requests,
  * which only server reflection takes, are read as they come); a binary message that
  * does not parse is refused as invalid_argument (`malformedMessage`) before
- * any interceptor, auth included, runs; and a binary gRPC unary call is
- * answered by the same interceptors and implementation without connect-es's
- * streaming pipeline (grpc-unary.ts).
+ * any interceptor, auth included, runs.
  */
 export function createConnectAdapter(
   handlers: readonly UniversalHandler[],
@@ -42,7 +36,7 @@ export function createConnectAdapter(
     }
     // The handler answers every error of the call itself; what fails here is
     // reading from or writing to a client that went away.
-    serve(handler, options.unaryMethods?.get(handler.requestPath), req, res, options.maxBodyBytes).catch(() => {
+    serve(handler, req, res, options.maxBodyBytes).catch(() => {
       try {
         if (res.headersSent) res.destroy();
         else writeError(res, new HttpError(500, "internal", "internal error"));
@@ -53,13 +47,7 @@ export function createConnectAdapter(
   };
 }
 
-async function serve(
-  handler: UniversalHandler,
-  unaryMethod: UnaryMethod | undefined,
-  req: NodeRequest,
-  res: NodeResponse,
-  maxBodyBytes: number,
-): Promise<void> {
+async function serve(handler: UniversalHandler, req: NodeRequest, res: NodeResponse, maxBodyBytes: number): Promise<void> {
   const facts = edgeFactsOf(req);
   if (handler.method.methodKind === "bidi_streaming" || handler.method.methodKind === "client_streaming") {
     // A stream of requests (server reflection) is read as it comes: its client waits for each answer before
@@ -84,14 +72,10 @@ async function serve(
     facts.refusal ??= new ConnectError(error.message, Code.ResourceExhausted);
     body = new Uint8Array(0);
   }
-  const controller = new AbortController();
-  let request = universalRequest(req, res, body, edgeContextValues(facts), controller);
-  // A binary gRPC unary call: parsed once, answered by the same interceptors and implementation, written as is.
-  const unary = facts.refusal ? undefined : grpcUnaryCall(unaryMethod, request, body, controller);
-  if (unary) {
-    writeGrpcAnswer(res, await answerGrpcUnary(unary));
-    return;
-  }
+  let request: UniversalServerRequest = {
+    ...universalRequestFromNodeRequest(req, res as never, undefined, edgeContextValues(facts)),
+    body: createAsyncIterable([body]),
+  };
   if (!facts.refusal) {
     const malformed = await malformedMessage(handler.method.input, request, body, maxBodyBytes);
     if (malformed) facts.refusal = new ConnectError(malformed, Code.InvalidArgument);

@@ -55,7 +55,7 @@ function isGrpcAnswer(header: UniversalServerResponse["header"]): boolean {
 }
 
 /** `trailer`'s grpc-message, as connect-es encodes it, encoded as the gRPC spec says instead. */
-export function reencode(trailer: Headers): void {
+function reencode(trailer: Headers): void {
   const message = trailer.get("grpc-message");
   if (message) trailer.set("grpc-message", specEncodedGrpcMessage(message));
 }

@@ -1,8 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
-import type { ConnectRouter } from "@connectrpc/connect";
+import { type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
 import { ACCEPTED_COMPRESSIONS } from "./binary-message.js";
 import { createConnectAdapter } from "./connect-adapter.js";
-import { createRecordingRouter } from "./grpc-unary.js";
 import { HttpError, type NodeRequest } from "./http-body.js";
 import { METRICS_PATH } from "./metrics-endpoint.js";
 import { OPENAPI_PATH, serveOpenApi } from "./openapi-endpoint.js";
@@ -66,7 +65,7 @@ export function startingHandler(): RequestHandler {
  * Connect/gRPC/gRPC-Web for everything else, all on the same handlers.
  */
 export function createRequestHandler(options: RequestHandlerOptions): RequestHandler {
-  const { router, methods } = createRecordingRouter({
+  const router = createConnectRouter({
     readMaxBytes: options.maxBodyBytes,
     acceptCompression: ACCEPTED_COMPRESSIONS,
     // REST callers expect every field, `false` and `0` included.
@@ -76,7 +75,6 @@ export function createRequestHandler(options: RequestHandlerOptions): RequestHan
   const gateway = new RestGateway(options.services, router.handlers, options.maxBodyBytes);
   const connect = createConnectAdapter(router.handlers, {
     maxBodyBytes: options.maxBodyBytes,
-    unaryMethods: methods,
     fallback: (_req, res) => writeError(res, new HttpError(404, "not_found", "no such endpoint")),
   });
 
