@@ -4,8 +4,7 @@ import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from
 import { isGrpcRequest, malformedMessage, withEmptyMessage } from "./binary-message.js";
 import { edgeContextValues, edgeFactsOf } from "./edge-facts.js";
 import { withSpecGrpcMessage } from "./grpc-message.js";
-import { discardBody, HttpError, type NodeRequest, readBody } from "./http-body.js";
-import { type NodeResponse, writeError } from "./rest-gateway.js";
+import { discardBody, HttpError, type NodeRequest, type NodeResponse, readBody, writeError } from "./http-body.js";
 
 export interface ConnectAdapterOptions {
   maxBodyBytes: number;

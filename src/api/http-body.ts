@@ -1,7 +1,8 @@
-import type { IncomingMessage } from "node:http";
-import type { Http2ServerRequest } from "node:http2";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
+export type NodeResponse = ServerResponse | Http2ServerResponse;
 
 /** An HTTP-level refusal, written as a Connect error JSON with `status`. */
 export class HttpError extends Error {
@@ -12,6 +13,17 @@ export class HttpError extends Error {
   ) {
     super(message);
   }
+}
+
+/** Answers `error` as its Connect error JSON; a response already under way is cut instead. */
+export function writeError(res: NodeResponse, error: HttpError, extraHeaders: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify({ code: error.code, message: error.message });
+  res.writeHead(error.status, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...extraHeaders });
+  res.end(body);
 }
 
 export function declaredLength(req: NodeRequest): number | undefined {

@@ -1,8 +1,7 @@
 import { createServer as createHttpServer, type Server as HttpServer, type ServerResponse } from "node:http";
 import { createServer as createHttp2Server, type Http2Server, type ServerHttp2Session } from "node:http2";
 import { type AddressInfo, createServer as createNetServer, type Socket } from "node:net";
-import type { NodeRequest } from "./http-body.js";
-import type { NodeResponse } from "./rest-gateway.js";
+import type { NodeRequest, NodeResponse } from "./http-body.js";
 
 const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n");
 const SNIFF_TIMEOUT_MS = 10_000;

@@ -1,8 +1,7 @@
 import type { Registry } from "prom-client";
 import { secretMatcher } from "../domain/clients.js";
 import { bearerToken } from "./bearer-token.js";
-import { HttpError, type NodeRequest } from "./http-body.js";
-import { type NodeResponse, writeError } from "./rest-gateway.js";
+import { HttpError, type NodeRequest, type NodeResponse, writeError } from "./http-body.js";
 
 export const METRICS_PATH = "/metrics";
 

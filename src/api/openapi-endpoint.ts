@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import document from "../gen/openapi.json" with { type: "json" };
-import { HttpError, type NodeRequest } from "./http-body.js";
-import { type NodeResponse, writeError } from "./rest-gateway.js";
+import { HttpError, type NodeRequest, type NodeResponse, writeError } from "./http-body.js";
 
 export const OPENAPI_PATH = "/openapi.json";
 

@@ -2,8 +2,7 @@ import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { HttpError, type NodeRequest } from "./http-body.js";
-import { type NodeResponse, writeError } from "./rest-gateway.js";
+import { HttpError, type NodeRequest, type NodeResponse, writeError } from "./http-body.js";
 
 export const PORTAL_PATH = "/portal/";
 

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { NodeRequest } from "./http-body.js";
-import type { NodeResponse } from "./rest-gateway.js";
+import type { NodeRequest, NodeResponse } from "./http-body.js";
 
 export const REQUEST_ID_HEADER = "x-request-id";
 

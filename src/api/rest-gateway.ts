@@ -1,13 +1,9 @@
-import type { ServerResponse } from "node:http";
-import type { Http2ServerResponse } from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { edgeContextValues, edgeFactsOf } from "./edge-facts.js";
-import { discardBody, HttpError, type NodeRequest, parseJsonObject, readBody } from "./http-body.js";
+import { discardBody, HttpError, type NodeRequest, type NodeResponse, parseJsonObject, readBody, writeError } from "./http-body.js";
 import { type HttpBinding, matchPath, readHttpBindings } from "./http-rules.js";
 import { bodyFields, queryFields } from "./rest-fields.js";
-
-export type NodeResponse = ServerResponse | Http2ServerResponse;
 
 /** Headers a REST caller sends that the RPC should see. */
 const FORWARDED_HEADERS = ["authorization", "user-agent", "x-request-id", "idempotency-key"];
@@ -123,14 +119,4 @@ export class RestGateway {
 
 function toJsonName(protoName: string): string {
   return protoName.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
-}
-
-export function writeError(res: NodeResponse, error: HttpError, extraHeaders: Record<string, string> = {}): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const body = JSON.stringify({ code: error.code, message: error.message });
-  res.writeHead(error.status, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...extraHeaders });
-  res.end(body);
 }
