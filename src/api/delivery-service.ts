@@ -5,7 +5,7 @@ import { ValidationError } from "../domain/errors.js";
 import type { Notifications } from "../domain/notifications.js";
 import type { RelayAnswers } from "../domain/relay.js";
 import { type DeliveryService, NotificationStatus } from "../gen/webhooks/v1/delivery_service_pb.js";
-import { requireClient } from "./interceptors.js";
+import { requireClient } from "./interceptors/auth.js";
 import { statusFromMessage, toNotificationMessage } from "./messages.js";
 import { streamWatch, watchRequestOf } from "./watch-stream.js";
 

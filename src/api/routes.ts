@@ -19,7 +19,7 @@ import { createDeliveryService } from "./delivery-service.js";
 import { createEdgeRefusalInterceptor } from "./edge-facts.js";
 import { createEventService, type JobCountsSource } from "./event-service.js";
 import { createHealthService, type HealthServiceOptions } from "./health-service.js";
-import { createAdminAuthInterceptor, createClientAuthInterceptor } from "./interceptors.js";
+import { createAdminAuthInterceptor, createClientAuthInterceptor } from "./interceptors/auth.js";
 import { createRateLimitInterceptor, type RateLimit } from "./rate-limit.js";
 import { createReflectionV1, createReflectionV1alpha, REFLECTION_SERVICES, ReflectionIndex } from "./reflection-service.js";
 import { createSubscriptionService } from "./subscription-service.js";

@@ -3,7 +3,7 @@ import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { context, propagation, SpanKind, SpanStatusCode, type TextMapGetter } from "@opentelemetry/api";
 import { tracer } from "../observability/tracer.js";
 import { edgeFacts } from "./edge-facts.js";
-import { isEcosystemService } from "./interceptors.js";
+import { isEcosystemService } from "./interceptors/logging.js";
 
 const fromHeaders: TextMapGetter<Headers> = {
   get: (headers, key) => headers.get(key) ?? undefined,
