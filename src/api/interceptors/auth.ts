@@ -2,7 +2,7 @@ import { Code, ConnectError, createContextKey, type Interceptor } from "@connect
 import { type ClientDirectory, secretMatcher } from "../../domain/clients.js";
 import { UnauthenticatedError } from "../../domain/errors.js";
 import type { Client } from "../../domain/model.js";
-import { bearerToken } from "../bearer-token.js";
+import { bearerToken } from "./bearer-token.js";
 
 /** The authenticated client of the current call. */
 export const clientKey = createContextKey<Client | undefined>(undefined, { description: "authenticated client" });

@@ -1,6 +1,6 @@
 import { Code, ConnectError, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { edgeFacts } from "../edge-facts.js";
+import { edgeFacts } from "../transport/edge-facts.js";
 import { clientKey } from "./auth.js";
 import { watchedStream } from "./watched-stream.js";
 

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import document from "../gen/openapi.json" with { type: "json" };
+import document from "../../gen/openapi.json" with { type: "json" };
 import { HttpError, type NodeRequest, type NodeResponse, writeError } from "./http-body.js";
 
 export const OPENAPI_PATH = "/openapi.json";

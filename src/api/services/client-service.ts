@@ -1,7 +1,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { ClientDirectory, IssuedKey } from "../domain/clients.js";
-import type { ClientService } from "../gen/webhooks/v1/client_service_pb.js";
+import type { ClientDirectory, IssuedKey } from "../../domain/clients.js";
+import type { ClientService } from "../../gen/webhooks/v1/client_service_pb.js";
 import { toClientMessage } from "./messages.js";
 
 const toApiKeyMessage = (issued: IssuedKey) => ({

@@ -6,9 +6,13 @@ import { createConnectRouter } from "@connectrpc/connect";
 import { encodeEnvelope } from "@connectrpc/connect/protocol";
 import * as grpc from "@grpc/grpc-js";
 import test, { type ExecutionContext } from "ava";
-import { createConnectAdapter } from "../../src/api/connect-adapter.js";
-import { type Listener, listen, REQUEST_LIMITS } from "../../src/api/listener.js";
-import { Health, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus as Status } from "../../src/gen/grpc/health/v1/health_pb.js";
+import { createConnectAdapter } from "../../../src/api/transport/connect-adapter.js";
+import { type Listener, listen, REQUEST_LIMITS } from "../../../src/api/transport/listener.js";
+import {
+  Health,
+  HealthCheckRequestSchema,
+  HealthCheckResponse_ServingStatus as Status,
+} from "../../../src/gen/grpc/health/v1/health_pb.js";
 
 /**
  * A server stream (here Health/Watch; the delivery watches are built the

@@ -1,9 +1,9 @@
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { context, propagation, SpanKind, SpanStatusCode, type TextMapGetter } from "@opentelemetry/api";
-import { tracer } from "../observability/tracer.js";
-import { edgeFacts } from "./edge-facts.js";
-import { isEcosystemService } from "./interceptors/logging.js";
+import { tracer } from "../../observability/tracer.js";
+import { edgeFacts } from "../transport/edge-facts.js";
+import { isEcosystemService } from "./logging.js";
 
 const fromHeaders: TextMapGetter<Headers> = {
   get: (headers, key) => headers.get(key) ?? undefined,

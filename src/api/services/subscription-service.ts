@@ -1,10 +1,10 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { EventCatalog } from "../domain/event-catalog.js";
-import type { Subscription } from "../domain/model.js";
-import type { Notifications } from "../domain/notifications.js";
-import type { Subscriptions } from "../domain/subscriptions.js";
-import type { SubscriptionService } from "../gen/webhooks/v1/subscription_service_pb.js";
-import { requireClient } from "./interceptors/auth.js";
+import type { EventCatalog } from "../../domain/event-catalog.js";
+import type { Subscription } from "../../domain/model.js";
+import type { Notifications } from "../../domain/notifications.js";
+import type { Subscriptions } from "../../domain/subscriptions.js";
+import type { SubscriptionService } from "../../gen/webhooks/v1/subscription_service_pb.js";
+import { requireClient } from "../interceptors/auth.js";
 import { schemeFromMessage, toEventTypeMessage, toSubscriptionMessage } from "./messages.js";
 
 export function createSubscriptionService(deps: {

@@ -1,8 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { createContextValues } from "@connectrpc/connect";
 import test from "ava";
-import { createHealthService } from "../../src/api/health-service.js";
-import { HealthCheckRequestSchema, HealthCheckResponse_ServingStatus as Status } from "../../src/gen/grpc/health/v1/health_pb.js";
+import { createHealthService } from "../../../src/api/services/health-service.js";
+import { HealthCheckRequestSchema, HealthCheckResponse_ServingStatus as Status } from "../../../src/gen/grpc/health/v1/health_pb.js";
 
 function setUp() {
   let ready = true;

@@ -1,8 +1,8 @@
 import { create, createFileRegistry, fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import test from "ava";
-import { ReflectionIndex } from "../../src/api/reflection-service.js";
-import { ALL_SERVICES } from "../../src/api/routes.js";
+import { ALL_SERVICES } from "../../../src/api/routes.js";
+import { ReflectionIndex } from "../../../src/api/services/reflection-service.js";
 
 const index = new ReflectionIndex(ALL_SERVICES);
 

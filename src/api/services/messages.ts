@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { type Timestamp, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { ActivityKind, DeliveryActivity } from "../domain/delivery-activity.js";
-import { ValidationError } from "../domain/errors.js";
+import type { ActivityKind, DeliveryActivity } from "../../domain/delivery-activity.js";
+import { ValidationError } from "../../domain/errors.js";
 import type {
   Client,
   DeliveryAttempt,
@@ -10,9 +10,9 @@ import type {
   NotificationStatus,
   SignatureScheme,
   Subscription,
-} from "../domain/model.js";
-import type { SignatureKeys } from "../domain/subscriptions.js";
-import { type Client as ClientMessage, ClientSchema } from "../gen/webhooks/v1/client_service_pb.js";
+} from "../../domain/model.js";
+import type { SignatureKeys } from "../../domain/subscriptions.js";
+import { type Client as ClientMessage, ClientSchema } from "../../gen/webhooks/v1/client_service_pb.js";
 import {
   DeliveryActivityKind as ActivityKindMessage,
   type DeliveryActivity as DeliveryActivityMessage,
@@ -22,14 +22,14 @@ import {
   type Notification as NotificationMessage,
   NotificationSchema,
   NotificationStatus as Status,
-} from "../gen/webhooks/v1/delivery_service_pb.js";
+} from "../../gen/webhooks/v1/delivery_service_pb.js";
 import {
   type EventType as EventTypeMessage,
   EventTypeSchema,
   SignatureScheme as Scheme,
   type Subscription as SubscriptionMessage,
   SubscriptionSchema,
-} from "../gen/webhooks/v1/subscription_pb.js";
+} from "../../gen/webhooks/v1/subscription_pb.js";
 
 /** Domain records → API messages: the one place field names are mapped. */
 

@@ -1,14 +1,14 @@
 import { request } from "node:http";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import test from "ava";
-import { AuthFailureLimiter, sourceOf } from "../../src/api/auth-failure-limit.js";
+import { AuthFailureLimiter, sourceOf } from "../../../src/api/interceptors/auth-failure-limit.js";
 import {
   ListEventsRequestSchema,
   ListEventsResponseSchema,
   SubscriptionService,
-} from "../../src/gen/webhooks/v1/subscription_service_pb.js";
-import { grpcCall } from "../helpers/grpc.js";
-import { API_KEY, sharedService } from "../helpers/service.js";
+} from "../../../src/gen/webhooks/v1/subscription_service_pb.js";
+import { grpcCall } from "../../helpers/grpc.js";
+import { API_KEY, sharedService } from "../../helpers/service.js";
 
 // The limiter alone, on a fake clock: every transition of a source.
 

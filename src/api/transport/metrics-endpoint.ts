@@ -1,6 +1,6 @@
 import type { Registry } from "prom-client";
-import { secretMatcher } from "../domain/clients.js";
-import { bearerToken } from "./bearer-token.js";
+import { secretMatcher } from "../../domain/clients.js";
+import { bearerToken } from "../interceptors/bearer-token.js";
 import { HttpError, type NodeRequest, type NodeResponse, writeError } from "./http-body.js";
 
 export const METRICS_PATH = "/metrics";

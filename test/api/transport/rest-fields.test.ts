@@ -1,8 +1,8 @@
 import test from "ava";
-import { HttpError } from "../../src/api/http-body.js";
-import { bodyFields, queryFields } from "../../src/api/rest-fields.js";
-import { ListNotificationsRequestSchema } from "../../src/gen/webhooks/v1/delivery_service_pb.js";
-import { CreateSubscriptionRequestSchema } from "../../src/gen/webhooks/v1/subscription_service_pb.js";
+import { HttpError } from "../../../src/api/transport/http-body.js";
+import { bodyFields, queryFields } from "../../../src/api/transport/rest-fields.js";
+import { ListNotificationsRequestSchema } from "../../../src/gen/webhooks/v1/delivery_service_pb.js";
+import { CreateSubscriptionRequestSchema } from "../../../src/gen/webhooks/v1/subscription_service_pb.js";
 
 test("a body's enum field takes the short name in any case, the full name or the number; other fields pass as they are", (t) => {
   const body = (signatureScheme: unknown) => bodyFields(CreateSubscriptionRequestSchema, { event: "Order.Created", signatureScheme });

@@ -1,7 +1,7 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { ipv6Groups } from "../domain/ip-address.js";
-import { edgeFacts } from "./edge-facts.js";
-import { toConnectError } from "./error-mapping.js";
+import { ipv6Groups } from "../../domain/ip-address.js";
+import { toConnectError } from "../error-mapping.js";
+import { edgeFacts } from "../transport/edge-facts.js";
 
 /** How many sources are remembered at most; past it the one remembered longest is forgotten. */
 const MAX_TRACKED_SOURCES = 100_000;

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
-import { createPortalEndpoint } from "../../src/api/portal-endpoint.js";
+import { createPortalEndpoint } from "../../../src/api/transport/portal-endpoint.js";
 
 /** A server answering with the portal endpoint only (418 for a path that is not the portal's). */
 async function serve(dir: string): Promise<{ base: string; server: Server }> {

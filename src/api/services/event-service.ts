@@ -1,11 +1,11 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { DeliveryWatches } from "../domain/delivery-watch.js";
-import { ValidationError } from "../domain/errors.js";
-import type { EventCatalog } from "../domain/event-catalog.js";
-import type { Notifications } from "../domain/notifications.js";
-import type { EventService } from "../gen/webhooks/v1/event_service_pb.js";
-import type { RecentDeliveries } from "../observability/recent-deliveries.js";
+import type { DeliveryWatches } from "../../domain/delivery-watch.js";
+import { ValidationError } from "../../domain/errors.js";
+import type { EventCatalog } from "../../domain/event-catalog.js";
+import type { Notifications } from "../../domain/notifications.js";
+import type { EventService } from "../../gen/webhooks/v1/event_service_pb.js";
+import type { RecentDeliveries } from "../../observability/recent-deliveries.js";
 import { toEventTypeMessage, toNotificationMessage } from "./messages.js";
 import { streamWatch, watchRequestOf } from "./watch-stream.js";
 

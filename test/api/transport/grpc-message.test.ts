@@ -1,5 +1,5 @@
 import test from "ava";
-import { specEncodedGrpcMessage } from "../../src/api/grpc-message.js";
+import { specEncodedGrpcMessage } from "../../../src/api/transport/grpc-message.js";
 
 // What @grpc/grpc-js does with grpc-message (decodeURI), and what connect-es does (decodeURIComponent).
 const decoders = { decodeURI, decodeURIComponent };

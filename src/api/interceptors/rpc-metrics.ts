@@ -1,6 +1,6 @@
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
-import type { ServiceMetrics } from "../observability/metrics.js";
+import type { ServiceMetrics } from "../../observability/metrics.js";
 
 /** Counts every call by RPC and Connect code (as on the wire: not_found, unauthenticated…), and times it (REST calls included: they run the same handlers). */
 export function createRpcMetricsInterceptor(metrics: ServiceMetrics): Interceptor {

@@ -1,5 +1,5 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { clientKey } from "./interceptors/auth.js";
+import { clientKey } from "./auth.js";
 
 export interface RateLimit {
   /** Sustained calls per second per caller. */

@@ -137,7 +137,7 @@ export async function listen(
   server.on("error", onError);
   // http.Server enforces headersTimeout and requestTimeout only once it hears 'listening', which
   // this one, handed its connections, never emits itself: without it a request could trickle in
-  // forever (test/api/listener.test.ts fails if that changes). close() stops its checks.
+  // forever (test/api/transport/listener.test.ts fails if that changes). close() stops its checks.
   http1.emit("listening");
 
   return {

@@ -1,7 +1,7 @@
 import { type DescFile, type DescMethod, type DescService, getOption, hasOption } from "@bufbuild/protobuf";
 import type { GenExtension } from "@bufbuild/protobuf/codegenv2";
 import type { MethodOptions } from "@bufbuild/protobuf/wkt";
-import type { HttpRule } from "../gen/google/api/http_pb.js";
+import type { HttpRule } from "../../gen/google/api/http_pb.js";
 
 /** One REST binding declared in the proto with `option (google.api.http)`. */
 export interface HttpBinding {

@@ -1,8 +1,8 @@
 import { createRegistry, type DescFile, type DescService, type Registry, toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { Code, type ServiceImpl } from "@connectrpc/connect";
-import * as v1 from "../gen/grpc/reflection/v1/reflection_pb.js";
-import * as v1alpha from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 
 /** A reflection request as both protocol versions shape it. */
 type ReflectionRequest =

@@ -2,8 +2,8 @@ import { gzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { createAsyncIterable, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import test from "ava";
-import { malformedMessage, withEmptyMessage } from "../../src/api/binary-message.js";
-import { CreateSubscriptionRequestSchema } from "../../src/gen/webhooks/v1/subscription_service_pb.js";
+import { malformedMessage, withEmptyMessage } from "../../../src/api/transport/binary-message.js";
+import { CreateSubscriptionRequestSchema } from "../../../src/gen/webhooks/v1/subscription_service_pb.js";
 
 const URL_ = "http://localhost/webhooks.v1.SubscriptionService/CreateSubscription";
 const VALID = toBinary(

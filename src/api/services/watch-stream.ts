@@ -1,8 +1,8 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { Outcome } from "../domain/delivery-activity.js";
-import type { DeliveryWatches, WatchRequest } from "../domain/delivery-watch.js";
-import { type DeliveryActivity as DeliveryActivityMessage, DeliveryOutcome } from "../gen/webhooks/v1/delivery_service_pb.js";
+import type { Outcome } from "../../domain/delivery-activity.js";
+import type { DeliveryWatches, WatchRequest } from "../../domain/delivery-watch.js";
+import { type DeliveryActivity as DeliveryActivityMessage, DeliveryOutcome } from "../../gen/webhooks/v1/delivery_service_pb.js";
 import { toActivityMessage } from "./messages.js";
 
 /** With nothing to send for this long, a stream sends a message without activity, so that idle proxies keep it open. */

@@ -1,6 +1,6 @@
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import { type Health, HealthCheckResponse_ServingStatus as Status } from "../gen/grpc/health/v1/health_pb.js";
-import type { Readiness } from "./request-handler.js";
+import { type Health, HealthCheckResponse_ServingStatus as Status } from "../../gen/grpc/health/v1/health_pb.js";
+import type { Readiness } from "../transport/request-handler.js";
 
 export interface HealthServiceOptions {
   /** The same answer /readyz gives. */

@@ -8,10 +8,10 @@ export const PORTAL_PATH = "/portal/";
 
 /**
  * Where `npm run build` writes the portal (tools/build-portal.ts): dist/portal
- * at the package root, which is two levels up both from src/api (under tsx)
- * and from dist/api (compiled).
+ * at the package root, which is three levels up both from src/api/transport
+ * (under tsx) and from dist/api/transport (compiled).
  */
-export const PORTAL_DIR = fileURLToPath(new URL("../../dist/portal/", import.meta.url));
+export const PORTAL_DIR = fileURLToPath(new URL("../../../dist/portal/", import.meta.url));
 
 /**
  * Only the bundle's own files: no inline script or style, no other origin.

@@ -3,7 +3,7 @@ import type { ServerResponse } from "node:http";
 import { connect as connectHttp2 } from "node:http2";
 import { connect, type Socket } from "node:net";
 import test from "ava";
-import { listen, REQUEST_LIMITS } from "../../src/api/listener.js";
+import { listen, REQUEST_LIMITS } from "../../../src/api/transport/listener.js";
 
 /** Reads from `socket` until `done` says the text so far is complete (leaving the socket open). */
 function readUntil(socket: Socket, done: (text: string) => boolean): Promise<string> {

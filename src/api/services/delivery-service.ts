@@ -1,11 +1,11 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { DeliveryWatches } from "../domain/delivery-watch.js";
-import { ValidationError } from "../domain/errors.js";
-import type { Notifications } from "../domain/notifications.js";
-import type { RelayAnswers } from "../domain/relay.js";
-import { type DeliveryService, NotificationStatus } from "../gen/webhooks/v1/delivery_service_pb.js";
-import { requireClient } from "./interceptors/auth.js";
+import type { DeliveryWatches } from "../../domain/delivery-watch.js";
+import { ValidationError } from "../../domain/errors.js";
+import type { Notifications } from "../../domain/notifications.js";
+import type { RelayAnswers } from "../../domain/relay.js";
+import { type DeliveryService, NotificationStatus } from "../../gen/webhooks/v1/delivery_service_pb.js";
+import { requireClient } from "../interceptors/auth.js";
 import { statusFromMessage, toNotificationMessage } from "./messages.js";
 import { streamWatch, watchRequestOf } from "./watch-stream.js";
 
