@@ -1,4 +1,4 @@
-import { PortInUseError } from "./api/listener.js";
+import { PortInUseError } from "./api/transport/listener.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { acquireDataDirLock, type DataDirLock, DataDirLockedError } from "./store/data-dir-lock.js";

@@ -2,14 +2,14 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { PORTAL_DIR } from "../src/api/portal-endpoint.js";
+import { PORTAL_DIR } from "../src/api/transport/portal-endpoint.js";
 
 const SOURCE = fileURLToPath(new URL("../portal/", import.meta.url));
 
 /**
  * Bundles the portal (portal/src) into `outDir`: hashed, immutable files
  * under assets/ and an index.html naming them, which the service serves at
- * /portal/ (src/api/portal-endpoint.ts). Everything ships in the bundle: no CDN.
+ * /portal/ (src/api/transport/portal-endpoint.ts). Everything ships in the bundle: no CDN.
  * Built beside `outDir` and moved into place, so that a service starting
  * meanwhile (tests run in parallel) reads the old build or the new one, never half of one.
  */

@@ -1,4 +1,5 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import type { Logger } from "pino";
 import {
   ConflictError,
   DomainError,
@@ -9,6 +10,8 @@ import {
   ValidationError,
   WatcherTooSlowError,
 } from "../domain/errors.js";
+import { callFields } from "./interceptors/logging.js";
+import { watchedStream } from "./interceptors/watched-stream.js";
 
 /** Domain error class → Connect code. The one place this mapping lives. */
 const CODES: ReadonlyArray<[new (...args: never[]) => DomainError, Code]> = [
@@ -29,4 +32,23 @@ export function toConnectError(error: unknown): ConnectError | undefined {
     return new ConnectError(error.message, code);
   }
   return undefined;
+}
+
+/** Maps domain errors to Connect codes; hides unexpected ones behind `internal`. */
+export function createErrorInterceptor(log: Logger): Interceptor {
+  return (next) => async (req) => {
+    const map = (error: unknown): ConnectError => {
+      const mapped = toConnectError(error);
+      if (error instanceof StoreUnavailableError) log.warn({ err: error, ...callFields(req) }, "store unavailable");
+      if (mapped) return mapped;
+      log.error({ err: error, ...callFields(req) }, "unexpected error");
+      return new ConnectError("internal error", Code.Internal);
+    };
+    try {
+      const res = await next(req);
+      return res.stream ? { ...res, message: watchedStream(res.message, () => {}, map) } : res;
+    } catch (error) {
+      throw map(error);
+    }
+  };
 }

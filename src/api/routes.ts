@@ -13,16 +13,16 @@ import { DeliveryService } from "../gen/webhooks/v1/delivery_service_pb.js";
 import { EventService } from "../gen/webhooks/v1/event_service_pb.js";
 import { SubscriptionService } from "../gen/webhooks/v1/subscription_service_pb.js";
 import type { RecentDeliveries } from "../observability/recent-deliveries.js";
-import { AuthFailureLimiter, createAuthFailureLimitInterceptor } from "./auth-failure-limit.js";
-import { createClientService } from "./client-service.js";
-import { createDeliveryService } from "./delivery-service.js";
-import { createEdgeRefusalInterceptor } from "./edge-facts.js";
-import { createEventService, type JobCountsSource } from "./event-service.js";
-import { createHealthService, type HealthServiceOptions } from "./health-service.js";
-import { createAdminAuthInterceptor, createClientAuthInterceptor } from "./interceptors.js";
-import { createRateLimitInterceptor, type RateLimit } from "./rate-limit.js";
-import { createReflectionV1, createReflectionV1alpha, REFLECTION_SERVICES, ReflectionIndex } from "./reflection-service.js";
-import { createSubscriptionService } from "./subscription-service.js";
+import { createAdminAuthInterceptor, createClientAuthInterceptor } from "./interceptors/auth.js";
+import { AuthFailureLimiter, createAuthFailureLimitInterceptor } from "./interceptors/auth-failure-limit.js";
+import { createRateLimitInterceptor, type RateLimit } from "./interceptors/rate-limit.js";
+import { createClientService } from "./services/client-service.js";
+import { createDeliveryService } from "./services/delivery-service.js";
+import { createEventService, type JobCountsSource } from "./services/event-service.js";
+import { createHealthService, type HealthServiceOptions } from "./services/health-service.js";
+import { createReflectionV1, createReflectionV1alpha, REFLECTION_SERVICES, ReflectionIndex } from "./services/reflection-service.js";
+import { createSubscriptionService } from "./services/subscription-service.js";
+import { createEdgeRefusalInterceptor } from "./transport/edge-facts.js";
 
 export interface ApiDeps {
   directory: ClientDirectory;

@@ -1,7 +1,7 @@
 import { validate } from "@readme/openapi-parser";
 import test from "ava";
-import { readHttpBindings } from "../../src/api/http-rules.js";
 import { SERVICES } from "../../src/api/routes.js";
+import { readHttpBindings } from "../../src/api/transport/http-rules.js";
 import generated from "../../src/gen/openapi.json" with { type: "json" };
 import { adminAuth } from "../helpers/admin.js";
 import { OpenApiChecker } from "../helpers/openapi.js";

@@ -1,5 +1,5 @@
 import type { DescField, DescService } from "@bufbuild/protobuf";
-import { type HttpBinding, readHttpBindings } from "../../src/api/http-rules.js";
+import { type HttpBinding, readHttpBindings } from "../../src/api/transport/http-rules.js";
 import { ERROR_RESPONSES, ERROR_SCHEMAS, errorResponsesFor } from "./connect-errors.js";
 import { ComponentSchemas, commentOf, type JsonSchema, readableFromString, writtenAsObject } from "./json-schema.js";
 
@@ -26,7 +26,7 @@ const SECURITY_SCHEMES = {
 /**
  * The OpenAPI 3.1 document of the REST mapping: one operation per
  * `google.api.http` binding, read with the gateway's own `readHttpBindings`
- * and described as the gateway serves it (see src/api/rest-gateway.ts):
+ * and described as the gateway serves it (see src/api/transport/rest-gateway.ts):
  * - path variables bind top-level request fields;
  * - with no `body`, every other request field comes from the query string;
  * - with `body: "*"` the JSON body is the request less the path fields, and

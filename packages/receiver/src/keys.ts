@@ -1,5 +1,4 @@
 import { createPublicKey, type KeyObject } from "node:crypto";
-import type { SignatureScheme } from "./schemes/scheme.js";
 
 /**
  * A key as the subscription API returns it (`signatureKey`, `nextSignatureKey`):
@@ -31,10 +30,13 @@ export function publicKeyOf(key: KeyInput): KeyObject {
   return keyObject;
 }
 
-/** Checks a key list once, where the receiver is configured, so a typo fails at start and not per request. */
-export function assertKeys(keys: readonly KeyInput[], scheme: SignatureScheme): void {
+/**
+ * Checks a key list once, where the receiver is configured, so a typo fails at
+ * start and not per request. Whether each key suits the scheme is the
+ * scheme's to say (`SignatureScheme.checkKeys`).
+ */
+export function assertKeys(keys: readonly KeyInput[]): void {
   if (!Array.isArray(keys) || keys.length === 0) {
     throw new TypeError("keys: give at least one key (the subscription's signatureKey; during a rotation also nextSignatureKey)");
   }
-  scheme.checkKeys(keys);
 }

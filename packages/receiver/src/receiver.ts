@@ -98,7 +98,10 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const deduplicateBy = options.deduplicateBy ?? "jobId";
   const keysOf = typeof options.keys === "function" ? options.keys : () => options.keys as readonly KeyInput[];
-  if (typeof options.keys !== "function") assertKeys(options.keys, schemeNamed(scheme ?? "X_SIGNATURE"));
+  if (typeof options.keys !== "function") {
+    assertKeys(options.keys);
+    schemeNamed(scheme ?? "X_SIGNATURE").checkKeys(options.keys);
+  }
   if (typeof onNotification !== "function") throw new TypeError("onNotification: expected a function");
   if (tolerance !== undefined) assertTolerance(tolerance);
   if (!(leaseMs > 0)) throw new TypeError("leaseMs must be above 0");

@@ -1,0 +1,145 @@
+import { type DescMessage, fromBinary } from "@bufbuild/protobuf";
+import {
+  compressionNegotiate,
+  createAsyncIterable,
+  encodeEnvelope,
+  pipe,
+  transformDecompressEnvelope,
+  transformSplitEnvelope,
+  type UniversalServerRequest,
+} from "@connectrpc/connect/protocol";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+
+/** The compressions the router accepts (connectNodeAdapter's default). */
+export const ACCEPTED_COMPRESSIONS = [compressionGzip, compressionBrotli];
+
+/** How a request carries a binary protobuf message, if it does. */
+type Framing = "connect-body" | "connect-query" | "envelopes";
+
+function framingOf(request: Pick<UniversalServerRequest, "method" | "url" | "header">): Framing | undefined {
+  if (request.method === "GET") return new URL(request.url).searchParams.get("encoding") === "proto" ? "connect-query" : undefined;
+  const type = request.header.get("content-type") ?? "";
+  if (/^application\/proto$/i.test(type)) return "connect-body";
+  if (/^application\/grpc(-web)?(\+proto)?$/i.test(type)) return "envelopes";
+  return undefined;
+}
+
+/** Whether the request speaks gRPC or gRPC-Web, which carry errors in trailers, not in the HTTP status. */
+export function isGrpcRequest(contentType: string | undefined): boolean {
+  return /^application\/grpc/i.test(contentType ?? "");
+}
+
+/**
+ * Why the request's binary message does not parse as `schema`, or undefined
+ * when it does (or is not binary, or fails in a way connect-es reports
+ * itself). connect-es parses before any interceptor runs and reports a
+ * malformed message as `internal` (connect-es 2 maps its binary parse
+ * failures so on both sides of a call), which would blame the server for
+ * the client's bytes; this finds it first, so the edge can refuse it as
+ * `invalid_argument`. Costs a second parse of binary requests.
+ */
+export async function malformedMessage(
+  schema: DescMessage,
+  request: UniversalServerRequest,
+  body: Uint8Array,
+  readMaxBytes: number,
+): Promise<string | undefined> {
+  const framing = framingOf(request);
+  if (framing === undefined) return undefined;
+  let messages: Uint8Array[];
+  try {
+    messages = await binaryMessages(framing, request, body, readMaxBytes);
+  } catch {
+    return undefined; // a framing or compression error: connect-es answers it with its own code
+  }
+  for (const message of messages) {
+    try {
+      fromBinary(schema, message);
+    } catch (error) {
+      return `the request is not a valid ${schema.typeName} message: ${(error as Error).message}`;
+    }
+  }
+  return undefined;
+}
+
+async function binaryMessages(framing: Framing, request: UniversalServerRequest, body: Uint8Array, readMaxBytes: number) {
+  if (framing === "connect-query") {
+    const query = new URL(request.url).searchParams;
+    const text = query.get("message") ?? "";
+    const bytes = query.get("base64") === "1" ? Buffer.from(text, "base64url") : new TextEncoder().encode(text);
+    const compression = negotiate(query.get("compression"), "accept-encoding");
+    return [compression ? await compression.decompress(bytes, readMaxBytes) : bytes];
+  }
+  if (framing === "connect-body") {
+    const compression = negotiate(request.header.get("content-encoding"), "accept-encoding");
+    return [compression ? await compression.decompress(body, readMaxBytes) : body];
+  }
+  const compression = negotiate(request.header.get("grpc-encoding"), "grpc-accept-encoding");
+  // Uncompressed, as a publisher's small messages almost always are: split here, without a stream per call.
+  if (!compression) return splitEnvelopes(body, readMaxBytes);
+  const messages: Uint8Array[] = [];
+  const envelopes = pipe(
+    createAsyncIterable([body]),
+    transformSplitEnvelope(readMaxBytes),
+    transformDecompressEnvelope(compression, readMaxBytes),
+  );
+  for await (const envelope of envelopes) messages.push(envelope.data);
+  return messages;
+}
+
+/** Envelope flags: the message is compressed (with the request's grpc-encoding). */
+const COMPRESSED_FLAG = 0b01;
+/** Envelope header: a flags byte, then the message's length (32-bit big-endian). */
+const ENVELOPE_HEADER_BYTES = 5;
+
+/**
+ * The messages of a body of uncompressed envelopes. A body whose framing is
+ * broken (cut short, a message over the limit, or marked compressed with no
+ * encoding named) throws, as connect-es's own envelope reader does.
+ */
+function splitEnvelopes(body: Uint8Array, readMaxBytes: number): Uint8Array[] {
+  const messages: Uint8Array[] = [];
+  const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+  let offset = 0;
+  while (offset < body.byteLength) {
+    if (body.byteLength - offset < ENVELOPE_HEADER_BYTES) throw new Error("an envelope is cut short");
+    const flags = view.getUint8(offset);
+    const length = view.getUint32(offset + 1);
+    if (flags & COMPRESSED_FLAG) throw new Error("a compressed envelope without an encoding");
+    if (length > readMaxBytes) throw new Error("an envelope is over the limit");
+    const start = offset + ENVELOPE_HEADER_BYTES;
+    if (body.byteLength - start < length) throw new Error("an envelope is cut short");
+    messages.push(body.subarray(start, start + length));
+    offset = start + length;
+  }
+  return messages;
+}
+
+function negotiate(requested: string | null, acceptHeader: string) {
+  const { request, error } = compressionNegotiate(ACCEPTED_COMPRESSIONS, requested, null, acceptHeader);
+  if (error) throw error;
+  return request;
+}
+
+/**
+ * The request with its message replaced by an empty, valid one, for a call
+ * the edge refuses: the handler then parses it without complaint and the
+ * refusal interceptor answers in the request's own protocol.
+ */
+export function withEmptyMessage(request: UniversalServerRequest): UniversalServerRequest {
+  const header = new Headers(request.header);
+  for (const name of ["content-length", "content-encoding", "grpc-encoding"]) header.delete(name);
+  const url = new URL(request.url);
+  const json = request.method === "GET" ? url.searchParams.get("encoding") !== "proto" : /json/i.test(header.get("content-type") ?? "");
+  const message = json ? "{}" : "";
+  if (request.method === "GET") {
+    url.searchParams.set("message", message);
+    for (const name of ["base64", "compression"]) url.searchParams.delete(name);
+  }
+  const bytes = new TextEncoder().encode(message);
+  // gRPC, gRPC-Web and Connect's streaming calls frame their messages in envelopes.
+  const enveloped =
+    isGrpcRequest(header.get("content-type") ?? undefined) || /^application\/connect\+/i.test(header.get("content-type") ?? "");
+  const body = enveloped ? encodeEnvelope(0, bytes) : bytes;
+  return { ...request, url: url.toString(), header, body: createAsyncIterable([body]) };
+}
