@@ -100,7 +100,7 @@ export async function workerSetUp(
       recordFinal: async (record, status) => {
         await jobs.finish({ ...held, attempt: record, status });
       },
-      recordRetry: async (record, retry) => {
+      recordRetry: async (record) => {
         await jobs.retry({ ...held, attempt: record, nextRunAt: new Date() });
       },
     });
