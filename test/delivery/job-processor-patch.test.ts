@@ -7,7 +7,7 @@ import { rest, startTestService } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
 /**
- * The patch of Agenda's JobProcessor.runOrRetry (src/delivery/agenda/
+ * The patch of Agenda's JobProcessor.runOrRetry (src/delivery/
  * job-processor-patch.ts): it applies only to the source it was written
  * against, and with it a finished job keeps no timer (Agenda's own keeps
  * one per job for half the lock lifetime: 6 s with these settings).
@@ -78,7 +78,7 @@ test("the patch applies only to the runOrRetry it was written against", (t) => {
   const error = t.throws(() => {
     (agenda as unknown as { jobProcessor: unknown }).jobProcessor = changed;
   });
-  t.regex(error?.message ?? "", /is not the one src\/delivery\/agenda\/job-processor-patch\.ts replaces/);
+  t.regex(error?.message ?? "", /is not the one src\/delivery\/job-processor-patch\.ts replaces/);
   t.true(changed.stopped, "the processor its constructor started is stopped, not left polling");
   t.is(ChangedProcessor.prototype.runOrRetry.name, "runOrRetry", "left as it was");
 });
