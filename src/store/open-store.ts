@@ -34,9 +34,10 @@ export interface OpenStore {
   /** What the API answers from: a write is durable before the answer. */
   store: Store;
   /**
-   * What deliveries write their bookkeeping through (attempts, failure
-   * streaks). It may commit without waiting for the disk (see
-   * openPostgres); elsewhere it is `store` itself.
+   * What deliveries write failure streaks and automatic disabling through
+   * (their attempts go through the job store, open-jobs.ts, on the same
+   * pool). It may commit without waiting for the disk (see openPostgres);
+   * elsewhere it is `store` itself.
    */
   deliveryStore: Store;
   database: Database;
