@@ -1,3 +1,4 @@
+import { setFlagsFromString } from "node:v8";
 import { PortInUseError } from "./api/transport/listener.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
@@ -15,6 +16,11 @@ async function main(): Promise<void> {
     throw error;
   }
   const log = createLogger(config.logLevel);
+  // The embedded store's PostgreSQL is WebAssembly. V8 compiles it with its baseline compiler
+  // (Liftoff) and then recompiles hot functions with its optimising one, which holds about 125 MB
+  // more resident memory, for good, for a few per cent more throughput: memory is what the embedded
+  // store is short of (docs/performance.md). Process-wide, so set here, before PGlite loads.
+  if (config.store.kind === "embedded") setFlagsFromString("--liftoff-only");
   // Before anything else loads, so that every span has the provider; the SDK is loaded only when tracing is on.
   const tracing = config.tracing && (await import("./observability/tracing.js")).startTracing(config.tracing);
   if (config.tracing) log.info({ tracesUrl: config.tracing.tracesUrl }, "tracing on: spans go to the OTLP endpoint");

@@ -13,7 +13,7 @@ import { EarnedConcurrency } from "./fairness/earned-concurrency.js";
 import type { LaneOccupancy } from "./fairness/fair-lanes.js";
 import { JobFeed } from "./job-feed.js";
 import { patchJobProcessorOf } from "./job-processor-patch.js";
-import type { HeldJob, JobCounts, JobStore, NewDelivery } from "./job-store.js";
+import type { HeldJob, JobCounts, JobStore, LockedJob, NewDelivery } from "./job-store.js";
 import { WakeChannel } from "./wake-channel.js";
 
 export interface DeliveryEngineOptions {
@@ -143,10 +143,33 @@ export class DeliveryEngine implements DeliveryQueue {
     this.#agenda.define<DeliverJobData>(DELIVER_JOB, (job) => this.#run(job));
   }
 
+  /**
+   * Stores the notifications with their jobs. Those the feed has room for,
+   * while the store holds nothing due that they would overtake, go in locked
+   * for this instance and straight into its lanes, with what their attempts
+   * read: no lock statement, no read. The rest go in unlocked, for whichever
+   * instance locks them first.
+   */
   async accept(notifications: readonly Notification[], subscriptions: readonly Subscription[]): Promise<void> {
     if (notifications.length === 0) return;
-    await this.store.insert(this.#deliveries(notifications, subscriptions));
-    this.#announce();
+    const deliveries = this.#deliveries(notifications, subscriptions);
+    const lockedAt = new Date();
+    const reserved = this.#feed.reserve(
+      deliveries.map((delivery) => ({ endpoint: delivery.endpoint, clientId: delivery.notification.clientId })),
+    );
+    const toInsert = deliveries.map((delivery, i) => (reserved[i] ? { ...delivery, lockedAt } : delivery));
+    await this.store.insert(toInsert);
+    const byId = new Map(subscriptions.map((subscription) => [subscription.id, subscription]));
+    this.#feed.adopt(
+      toInsert.flatMap((delivery): LockedJob[] => {
+        const subscription = byId.get(delivery.notification.subscriptionId);
+        if (!delivery.lockedAt || !subscription) return [];
+        const { notification, endpoint, traceContext } = delivery;
+        const job = { id: notification.id, endpoint, clientId: notification.clientId, lockedAt, read: { notification, subscription } };
+        return [traceContext ? { ...job, traceContext } : job];
+      }),
+    );
+    if (reserved.includes(false)) this.#announce();
   }
 
   async acceptOnce(

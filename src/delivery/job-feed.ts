@@ -1,5 +1,5 @@
 import { LaneBudgets, LeftBehind, withoutBudget } from "./fairness/budgets.js";
-import { FairLanes, type LaneLimits, type LaneOccupancy } from "./fairness/fair-lanes.js";
+import { FairLanes, type LaneJob, type LaneLimits, type LaneOccupancy } from "./fairness/fair-lanes.js";
 import type { JobStore, LockedBatch, LockedJob } from "./job-store.js";
 
 /** Time and timers, injected so that the feed can be tested step by step. */
@@ -180,6 +180,29 @@ export class JobFeed {
   pulse(): void {
     this.#drainedAt = 0;
     this.#requestFetch();
+  }
+
+  /**
+   * Which of these new jobs may go into the store already locked for this
+   * instance (and then be `adopt`ed): only while the last fetch found the
+   * store drained, so that they overtake no job already due, and only as far
+   * as each endpoint's and client's budget and the lanes have room.
+   */
+  reserve(jobs: readonly LaneJob[]): boolean[] {
+    if (this.#mode === "RELEASED" || !this.#drained()) return jobs.map(() => false);
+    return this.#budgets.fit(jobs, this.options.batchSize - this.#lanes.waiting);
+  }
+
+  /** Takes jobs inserted locked for this instance into the lanes. */
+  adopt(jobs: readonly LockedJob[]): void {
+    if (jobs.length === 0) return;
+    if (this.#mode === "RELEASED") {
+      this.#unlock(jobs);
+      return;
+    }
+    for (const job of jobs) this.#lanes.add(job);
+    this.#sweepLater();
+    if (this.#lanes.runnable) this.options.onRunnable();
   }
 
   /** Stops for good: unlocks every waiting job, including those of a fetch still in flight. */

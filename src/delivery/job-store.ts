@@ -14,6 +14,8 @@ export interface NewDelivery {
   endpoint: string;
   /** The W3C `traceparent` of the call that accepted it: its attempts' spans join that trace, wherever they run. */
   traceContext?: string;
+  /** Set: the job goes in already locked by this instance, at this time (JobFeed.reserve). */
+  lockedAt?: Date;
 }
 
 /** A job (one pending notification's next attempt; its id is the notification's) and the lock its holder took. */
@@ -80,9 +82,9 @@ export interface JobCounts {
 export interface JobStore {
   /** Creates what the store needs, and gives a job to every pending notification an older version left without one. */
   prepare(): Promise<void>;
-  /** Stores the notifications, each with a job due now, in one durable commit. */
+  /** Stores the notifications, each with a job due now (unlocked, or locked by this instance where `lockedAt` is set), in one durable commit. */
   insert(deliveries: readonly NewDelivery[]): Promise<void>;
-  /** As `insert`, once per client and idempotency key: a repeated key stores nothing and answers the ids the first call stored. */
+  /** As `insert` (nothing locked), once per client and idempotency key: a repeated key stores nothing and answers the ids the first call stored. */
   insertOnce(clientId: string, key: string, deliveries: readonly NewDelivery[]): Promise<{ ids: string[]; duplicate: boolean }>;
   /**
    * Locks due jobs, and jobs whose holder's lock expired, oldest due first,

@@ -411,3 +411,33 @@ test("unservedMs counts from the first fetch wanted, through backing off, until 
   await store.answer([]);
   await released;
 });
+
+test("new jobs go in locked only while the store was just found drained, within their budgets and the lanes' room", async (t) => {
+  const { clock, store, feed, events, job, takeAll } = setup({ limits: fixed(2, 4) });
+  const lanes = (count: number, endpoint: string) => Array.from({ length: count }, () => ({ endpoint, clientId: "c" }));
+  t.deepEqual(feed.reserve(lanes(1, "a")), [false], "nothing known of the store yet");
+  feed.pulse();
+  await store.answer([]);
+  t.deepEqual(feed.reserve(lanes(3, "a")), [true, true, false], "an endpoint's budget: its two free slots");
+  t.deepEqual(
+    feed.reserve([...lanes(1, "a"), ...lanes(2, "b"), { endpoint: "d", clientId: "other" }]),
+    [true, true, false, true],
+    "a client may hold a quarter of the batch waiting (two), across its endpoints; another client has its own",
+  );
+  const adopted = [job({ endpoint: "a", clientId: "c" }), job({ endpoint: "a", clientId: "c" })];
+  const runnableBefore = events.runnable;
+  feed.adopt(adopted);
+  t.is(events.runnable, runnableBefore + 1, "adopted jobs are runnable at once");
+  t.deepEqual(takeAll(), adopted, "handed out with no lock statement");
+  t.is(store.requests.length, 1);
+  clock.advance(250);
+  t.deepEqual(feed.reserve(lanes(1, "e")), [false], "drained too long ago: it may hold due jobs now");
+  feed.pulse();
+  t.deepEqual(feed.reserve(lanes(1, "e")), [false], "a fetch under way: not known drained");
+  await store.answer([]);
+  await feed.release();
+  t.deepEqual(feed.reserve(lanes(1, "e")), [false], "released");
+  const late = job();
+  feed.adopt([late]);
+  t.deepEqual(store.unlocked.at(-1), [late.id], "a job adopted after release is unlocked");
+});

@@ -160,6 +160,21 @@ export class LaneBudgets<J extends LaneJob> {
     return Math.max(0, Math.min(want, this.maxWaiting) - this.lanes.waitingForClient(clientId));
   }
 
+  /** Which of these new jobs fit, in order: within each endpoint's and client's budget, and `room` in all. */
+  fit(jobs: readonly LaneJob[], room: number): boolean[] {
+    const endpoints = new Map<string, number>();
+    const clients = new Map<string, number>();
+    return jobs.map((job) => {
+      const endpointBudget = endpoints.get(job.endpoint) ?? this.endpoint(job.endpoint);
+      const clientBudget = clients.get(job.clientId) ?? this.client(job.clientId);
+      const fits = room > 0 && endpointBudget > 0 && clientBudget > 0;
+      endpoints.set(job.endpoint, endpointBudget - (fits ? 1 : 0));
+      clients.set(job.clientId, clientBudget - (fits ? 1 : 0));
+      if (fits) room--;
+      return fits;
+    });
+  }
+
   /**
    * The lock request for `limit` jobs: the budget of every endpoint and
    * client whose budget differs from a stranger's (those holding jobs, and

@@ -285,8 +285,8 @@ export class MongoJobStore implements JobStore {
       endpoint: delivery.endpoint,
       clientId: delivery.notification.clientId,
       nextRunAt,
-      lockedAt: null,
-      lockedBy: null,
+      lockedAt: delivery.lockedAt ?? null,
+      lockedBy: delivery.lockedAt ? this.options.owner : null,
       insertedBy: this.options.owner,
       ...optional("traceContext", delivery.traceContext),
     };

@@ -86,7 +86,8 @@ export const LOCK_DUE = `
 
 /**
  * Notifications ($1…$10, insertParameters) and their jobs, due now, in one
- * statement: their endpoints $11, trace contexts $12. (`scheduled` is
+ * statement: their endpoints $11, trace contexts $12, and locks $13 (null:
+ * unlocked) held by $14. (`scheduled` is
  * always true now; an older version used false for a notification not yet
  * queued, and `prepareJobTable` takes those over.)
  */
@@ -98,13 +99,15 @@ export const INSERT = `
       AS t (id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, created_at, updated_at)
     RETURNING id, client_id
   )
-  INSERT INTO wh_delivery_jobs (id, endpoint, client_id, next_run_at, trace_context)
-  SELECT i.id, input.endpoint, i.client_id, now(), input.trace_context
-  FROM inserted i JOIN unnest($1::text[], $11::text[], $12::text[]) AS input (id, endpoint, trace_context) ON input.id = i.id`;
+  INSERT INTO wh_delivery_jobs (id, endpoint, client_id, next_run_at, trace_context, locked_at, locked_by)
+  SELECT i.id, input.endpoint, i.client_id, now(), input.trace_context, input.locked_at, CASE WHEN input.locked_at IS NOT NULL THEN $14 END
+  FROM inserted i JOIN unnest($1::text[], $11::text[], $12::text[], $13::timestamptz[]) AS input (id, endpoint, trace_context, locked_at)
+    ON input.id = i.id`;
 
 /** INSERT's parameters. */
 export function insertParameters(
-  deliveries: ReadonlyArray<{ notification: Notification; endpoint: string; traceContext?: string }>,
+  deliveries: ReadonlyArray<{ notification: Notification; endpoint: string; traceContext?: string; lockedAt?: Date }>,
+  owner: string,
 ): unknown[] {
   const column = <T>(pick: (notification: Notification) => T) => deliveries.map((delivery) => pick(delivery.notification));
   return [
@@ -120,6 +123,8 @@ export function insertParameters(
     column((n) => n.updatedAt),
     deliveries.map((delivery) => delivery.endpoint),
     deliveries.map((delivery) => delivery.traceContext ?? null),
+    deliveries.map((delivery) => delivery.lockedAt ?? null),
+    owner,
   ];
 }
 

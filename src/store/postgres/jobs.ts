@@ -74,7 +74,7 @@ export class PostgresJobStore implements JobStore {
   ) {
     this.#inserts = new Coalescer(
       async (calls) => {
-        await pools.api.query({ name: "wh-insert-jobs", text: INSERT, values: insertParameters(calls.flat()) });
+        await pools.api.query({ name: "wh-insert-jobs", text: INSERT, values: insertParameters(calls.flat(), options.owner) });
         return calls.map(() => undefined);
       },
       { splitOn: isDataError },
@@ -130,7 +130,7 @@ export class PostgresJobStore implements JobStore {
         );
         return { ids: rows[0]?.notification_ids ?? [], duplicate: true };
       }
-      if (deliveries.length > 0) await client.query(INSERT, insertParameters(deliveries));
+      if (deliveries.length > 0) await client.query(INSERT, insertParameters(deliveries, this.options.owner));
       return { ids, duplicate: false };
     });
   }
