@@ -162,20 +162,21 @@ export class PostgresJobStore implements JobStore {
     const lockedRows = rows.filter((row): row is LockRow & { id: string } => row.id !== null);
     const reads = forDeliveryOfRows(lockedRows);
     const jobs = lockedRows
-      .map((row, i): LockedJob & { dueAt: number } => {
+      .map((row, i) => {
         const read = reads[i];
-        return {
+        const job: LockedJob = {
           id: row.id,
           endpoint: row.endpoint,
           clientId: row.client_id,
           lockedAt,
-          dueAt: row.next_run_at.getTime(),
           ...(row.trace_context ? { traceContext: row.trace_context } : {}),
           ...(read ? { read } : {}),
         };
+        return { job, dueAt: row.next_run_at.getTime() };
       })
       // Due first; jobs due together (a fan-out) by id, so that the order never depends on the plan.
-      .sort((a, b) => a.dueAt - b.dueAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      .sort((a, b) => a.dueAt - b.dueAt || (a.job.id < b.job.id ? -1 : a.job.id > b.job.id ? 1 : 0))
+      .map(({ job }) => job);
     const first = rows.find((row) => row.passed_endpoints !== null);
     return {
       jobs,
