@@ -11,6 +11,7 @@ import { DeliveryHealth, type HealthReport } from "./delivery-health.js";
 import type { AttemptOutcome, DeliveryWorker } from "./delivery-worker.js";
 import { EarnedConcurrency } from "./fairness/earned-concurrency.js";
 import type { LaneOccupancy } from "./fairness/fair-lanes.js";
+import { Throttle } from "./fairness/throttle.js";
 import { JobFeed } from "./job-feed.js";
 import { patchJobProcessorOf } from "./job-processor-patch.js";
 import type { HeldJob, JobCounts, JobStore, LockedJob, NewDelivery } from "./job-store.js";
@@ -61,6 +62,7 @@ export class DeliveryEngine implements DeliveryQueue {
   readonly #jobs: AgendaJobs;
   readonly #channel: WakeChannel;
   readonly #health: DeliveryHealth;
+  readonly #throttle: Throttle;
   /** Attempts started and not yet over. */
   #running = 0;
   #onIdle: Array<() => void> = [];
@@ -107,6 +109,7 @@ export class DeliveryEngine implements DeliveryQueue {
       },
       onUnlockError: (err) => log.warn({ err }, "handing back job locks failed; they expire by themselves"),
     });
+    this.#throttle = new Throttle(store);
     this.#health = new DeliveryHealth({
       stallAfterMs: Math.max(5 * options.pollIntervalMs, 10_000),
       unservedMs: () => this.#feed.unservedMs(),
@@ -239,6 +242,12 @@ export class DeliveryEngine implements DeliveryQueue {
         this.options.worker.attempt(lease.job.id, lease.job.read, {
           requestDone: () => requestDone(true),
           recordFinal: (attempt, status) => this.#end(lease, (held) => this.store.finish({ ...held, attempt, status })),
+          throttle: async (subscription) => {
+            const rate = subscription.rateLimitPerSecond;
+            const until = rate ? await this.#throttle.admit(subscription.id, rate, lease.job.throttleSlotAt) : undefined;
+            if (until) await this.#end(lease, (held) => this.store.waitForSlot(held, until));
+            return until;
+          },
           recordRetry: (attempt, retry) => {
             const delayMs = retryDelay(this.options.retryPolicy, retry.retry, retry.retryAfterMs);
             // The worker asks for no retry beyond the policy's last.

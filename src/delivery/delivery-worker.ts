@@ -36,6 +36,11 @@ export interface AttemptRun {
   recordFinal(attempt: DeliveryAttempt, status: FinalStatus): Promise<void>;
   /** Records a failed attempt that leaves its notification pending, with its retry scheduled. */
   recordRetry(attempt: DeliveryAttempt, retry: RetryRequest): Promise<void>;
+  /**
+   * Whether the subscription's rate limit holds this attempt back: undefined
+   * to send now, or the time it waits for (its job is handed back, due then).
+   */
+  throttle(subscription: Subscription): Promise<Date | undefined>;
 }
 
 type Level = "info" | "warn" | "error";
@@ -137,6 +142,15 @@ export class DeliveryWorker {
       await abandon(error);
       log.warn(`delivery abandoned: ${error}`);
       return "done";
+    }
+
+    if (subscription.rateLimitPerSecond) {
+      const until = await run.throttle(subscription);
+      if (until) {
+        this.#observe({ kind: "throttled", at: new Date(), notification, subscription, until });
+        log.info({ until }, "attempt held back by the subscription's rate limit");
+        return "done";
+      }
     }
 
     let headers: Record<string, string>;

@@ -30,6 +30,8 @@ export interface LockedJob extends LaneJob {
   /** When this instance's lock was taken: a job is handed out only while its lock is fresh. */
   readonly lockedAt: Date;
   readonly traceContext?: string;
+  /** The throttle slot the job waits for (fairness/throttle.ts); absent: it holds none. */
+  readonly throttleSlotAt?: Date;
   /** Absent when the notification is gone. */
   readonly read?: DeliveryRead;
 }
@@ -97,10 +99,18 @@ export interface JobStore {
   renew(job: HeldJob, lockedAt: Date): Promise<boolean>;
   /** Records the attempt, moves its notification to its final status, and deletes the job. */
   finish(run: FinishedRun): Promise<boolean>;
-  /** Records the failed attempt and schedules the retry, releasing the lock. */
+  /** Records the failed attempt and schedules the retry, releasing the lock (and any throttle slot: a retry takes its own). */
   retry(run: RetriedRun): Promise<boolean>;
   /** Releases the lock with the job due at `nextRunAt` (an attempt interrupted, or failed on our side). */
   reschedule(job: HeldJob, nextRunAt: Date): Promise<boolean>;
+  /**
+   * Takes the next send slot of a throttled subscription, shared by every
+   * instance: the later of its next free slot and `now`; the slot after it
+   * is `intervalMs` later.
+   */
+  takeSlot(subscriptionId: string, now: Date, intervalMs: number): Promise<Date>;
+  /** Releases the lock with the job due at its throttle `slot`, which it keeps (`LockedJob.throttleSlotAt`); no attempt is recorded. */
+  waitForSlot(job: HeldJob, slot: Date): Promise<boolean>;
   /** Deletes a job with nothing to deliver (its notification ended or is gone). */
   remove(job: HeldJob): Promise<boolean>;
   counts(): Promise<JobCounts>;

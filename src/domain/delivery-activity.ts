@@ -9,7 +9,9 @@ export type ActivityKind =
   | "failed"
   | "subscription-disabled"
   /** An attempt of a relay subscription, for its listener to forward (see relay.ts). */
-  | "relay-request";
+  | "relay-request"
+  /** The subscription's rate limit holds the next attempt back until `nextAttemptAt`. */
+  | "throttled";
 
 /**
  * One thing that happened to a notification, as a watcher sees it: flat,
@@ -38,6 +40,8 @@ export interface DeliveryActivity {
   /** relay-request: the headers the delivery carries, and its body (absent when it came from another instance: read it from the log). */
   headers?: Record<string, string>;
   body?: string;
+  /** throttled: when the attempt held back goes out. */
+  nextAttemptAt?: Date;
 }
 
 export type Outcome = "succeeded" | "failed";
@@ -96,6 +100,8 @@ export function activitiesOf(event: DeliveryEvent): DeliveryActivity[] {
       return [{ kind: "attempt-started", at: event.at, ...ofNotification(event.notification), attempt: event.attempt, status: "pending" }];
     case "attempt-finished":
       return finished(event.notification, event.attempt, event.status, event.at, false);
+    case "throttled":
+      return [{ kind: "throttled", at: event.at, ...ofNotification(event.notification), status: "pending", nextAttemptAt: event.until }];
     case "subscription-disabled":
       return [
         {

@@ -27,6 +27,8 @@ export type DeliveryEvent =
       status: NotificationStatus;
       sent: boolean;
     }
+  /** The subscription's rate limit holds the notification's next attempt back until `until`: waiting, not failing. */
+  | { kind: "throttled"; at: Date; notification: Notification; subscription: Subscription; until: Date }
   /** A subscription was disabled by the service: its receiver answered 410 Gone, or every delivery failed too long. */
   | { kind: "subscription-disabled"; at: Date; subscription: Subscription; cause: "gone" | "failing"; reason: string };
 

@@ -69,6 +69,8 @@ export interface Subscription {
   /** Why and when it was disabled (by its owner or automatically). */
   disabledReason?: string;
   disabledAt?: Date;
+  /** Most deliveries per second across every instance; absent: no limit (see delivery/fairness/throttle.ts). */
+  rateLimitPerSecond?: number;
   createdAt: Date;
   updatedAt: Date;
 }

@@ -18,6 +18,8 @@ export interface CreateSubscriptionInput {
   signatureScheme?: SignatureScheme;
   /** A relay subscription (see relay.ts): no URL; `url` must be empty. */
   relay?: boolean;
+  /** Most deliveries per second; 0 or absent: no limit. */
+  rateLimitPerSecond?: number;
 }
 
 /** What the owner verifies deliveries with, as the API shows it. */
@@ -32,6 +34,8 @@ export interface SubscriptionChanges {
   url?: string;
   description?: string;
   enabled?: boolean;
+  /** 0: no limit. */
+  rateLimitPerSecond?: number;
 }
 
 export interface SubscriptionsDeps {
@@ -65,6 +69,20 @@ function assertDescription(description: string): void {
   }
 }
 
+export const MAX_RATE_LIMIT_PER_SECOND = 10_000;
+
+/** The limit as stored: undefined for none. */
+function rateLimit(value: number | undefined): number | undefined {
+  if (value === undefined || value === 0) return undefined;
+  if (!Number.isInteger(value) || value < 0 || value > MAX_RATE_LIMIT_PER_SECOND) {
+    throw new ValidationError(
+      `rateLimitPerSecond must be a whole number from 0 (no limit) to ${MAX_RATE_LIMIT_PER_SECOND}, not ${value}`,
+      "rateLimitPerSecond",
+    );
+  }
+  return value;
+}
+
 /** A client's subscriptions: create, read, change, rotate keys, delete. */
 export class Subscriptions {
   constructor(private readonly deps: SubscriptionsDeps) {}
@@ -75,6 +93,7 @@ export class Subscriptions {
     const id = newId("sub");
     const url = input.relay ? relayUrl(id) : normaliseTargetUrl(input.url, this.deps.targetPolicy);
     assertDescription(input.description);
+    const rateLimitPerSecond = rateLimit(input.rateLimitPerSecond);
     const signatureScheme = input.signatureScheme ?? DEFAULT_SIGNATURE_SCHEME;
     const keys = await generateKeyMaterial(signatureScheme, this.deps.signingKeyBits);
     const now = new Date();
@@ -88,6 +107,7 @@ export class Subscriptions {
       signatureScheme,
       publicKeyPem: keys.publicKeyPem,
       privateKeyPem: this.deps.sealer.seal(keys.privateKeyPem, id),
+      ...(rateLimitPerSecond ? { rateLimitPerSecond } : {}),
       createdAt: now,
       updatedAt: now,
     };
@@ -117,6 +137,11 @@ export class Subscriptions {
     if (changes.description !== undefined) {
       assertDescription(changes.description);
       next.description = changes.description;
+    }
+    if (changes.rateLimitPerSecond !== undefined) {
+      const { rateLimitPerSecond: _old, ...rest } = next;
+      const limit = rateLimit(changes.rateLimitPerSecond);
+      next = limit ? { ...rest, rateLimitPerSecond: limit } : rest;
     }
     if (changes.enabled === true) {
       const { disabledReason: _r, disabledAt: _a, ...enabled } = next;

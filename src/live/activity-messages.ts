@@ -34,10 +34,13 @@ export function decodeActivities(message: string): { source: string; activities:
   try {
     const parsed = JSON.parse(message) as { s?: unknown; a?: unknown };
     if (typeof parsed.s !== "string" || !Array.isArray(parsed.a)) return undefined;
-    const activities = (parsed.a as Array<DeliveryActivity & { at: string }>).map((activity) => ({
-      ...activity,
-      at: new Date(activity.at),
-    }));
+    const activities = (parsed.a as Array<DeliveryActivity & { at: string; nextAttemptAt?: string }>).map(
+      ({ nextAttemptAt, ...activity }): DeliveryActivity => ({
+        ...activity,
+        at: new Date(activity.at),
+        ...(nextAttemptAt ? { nextAttemptAt: new Date(nextAttemptAt) } : {}),
+      }),
+    );
     return { source: parsed.s, activities };
   } catch {
     return undefined;

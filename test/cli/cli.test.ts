@@ -51,6 +51,8 @@ test("subscriber commands: events, subscriptions, trigger-sample, the delivery l
   t.true((listed.subscriptions as { id: string }[]).some((subscription) => subscription.id === id));
   t.is((await json(["subscriptions", "get", id], asClient())).description, "cli");
   t.is((await json(["subscriptions", "update", id, "--description", "changed"], asClient())).description, "changed");
+  t.is((await json(["subscriptions", "update", id, "--rate-limit", "50"], asClient())).rateLimitPerSecond, 50);
+  t.is((await json(["subscriptions", "update", id, "--rate-limit", "0"], asClient())).rateLimitPerSecond ?? 0, 0, "0 lifts the limit");
 
   const { jobId } = (await json(["trigger-sample", "--event", "Order.Created", "--url", receiver.url], asClient())) as { jobId: string };
   const notification = await deliveredJob(id, jobId);

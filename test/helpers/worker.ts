@@ -103,6 +103,7 @@ export async function workerSetUp(
       recordRetry: async (record) => {
         await jobs.retry({ ...held, attempt: record, nextRunAt: new Date() });
       },
+      throttle: async () => undefined,
     });
   };
   return { opened, receiver, subscription, accept, worker, attempt };

@@ -71,6 +71,7 @@ export function toSubscriptionMessage(s: Subscription, keys: SignatureKeys): Sub
     failingSince: timestamp(s.failingSince),
     disabledReason: s.disabledReason ?? "",
     disabledAt: timestamp(s.disabledAt),
+    rateLimitPerSecond: s.rateLimitPerSecond ?? 0,
   });
 }
 
@@ -132,6 +133,7 @@ const KIND_TO_MESSAGE: Record<ActivityKind, ActivityKindMessage> = {
   failed: ActivityKindMessage.FAILED,
   "subscription-disabled": ActivityKindMessage.SUBSCRIPTION_DISABLED,
   "relay-request": ActivityKindMessage.RELAY_REQUEST,
+  throttled: ActivityKindMessage.THROTTLED,
 };
 
 export function toActivityMessage(activity: DeliveryActivity): DeliveryActivityMessage {
@@ -152,5 +154,6 @@ export function toActivityMessage(activity: DeliveryActivity): DeliveryActivityM
     replayed: activity.replayed ?? false,
     body: activity.body ?? "",
     headers: activity.headers ?? {},
+    ...(activity.nextAttemptAt ? { nextAttemptAt: timestampFromDate(activity.nextAttemptAt) } : {}),
   });
 }

@@ -28,6 +28,7 @@ export function createSubscriptionService(deps: {
         description: req.description,
         ...(signatureScheme ? { signatureScheme } : {}),
         relay: req.relay,
+        rateLimitPerSecond: req.rateLimitPerSecond,
       });
       return { subscription: view(subscription) };
     },
@@ -51,6 +52,7 @@ export function createSubscriptionService(deps: {
         ...(req.url === undefined ? {} : { url: req.url }),
         ...(req.description === undefined ? {} : { description: req.description }),
         ...(req.enabled === undefined ? {} : { enabled: req.enabled }),
+        ...(req.rateLimitPerSecond === undefined ? {} : { rateLimitPerSecond: req.rateLimitPerSecond }),
       });
       return { subscription: view(updated) };
     },

@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import { type Subscription, SubscriptionSchema } from "../../gen/webhooks/v1/subscription_pb.js";
 import {
   ListEventsResponseSchema,
@@ -9,6 +9,12 @@ import {
 } from "../../gen/webhooks/v1/subscription_service_pb.js";
 import { type Output, time } from "../output.js";
 import type { Context } from "./context.js";
+
+/** A whole number of zero or more, for --rate-limit. */
+function wholeNumber(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError("a whole number of zero or more, e.g. 5");
+  return Number(value);
+}
 
 function printSubscription(out: Output, subscription: Subscription, signatureKey = false): void {
   out.fields([
@@ -22,6 +28,7 @@ function printSubscription(out: Output, subscription: Subscription, signatureKey
         : out.style("red", `no${subscription.disabledReason ? ` (${subscription.disabledReason})` : ""}`),
     ],
     ["description", subscription.description],
+    ...(subscription.rateLimitPerSecond ? ([["rate limit", `${subscription.rateLimitPerSecond}/s`]] as const) : []),
     ["created", time(subscription.createdAt)],
     ...(subscription.failingSince ? ([["failing since", time(subscription.failingSince)]] as const) : []),
     ...(subscription.rotationDeadline ? ([["rotation deadline", time(subscription.rotationDeadline)]] as const) : []),
@@ -90,9 +97,13 @@ export function addSubscriptionCommands(program: Command, context: Context): voi
     .requiredOption("--event <name>", "event type, e.g. Order.Created")
     .requiredOption("--url <url>", "the HTTPS endpoint receiving the notifications")
     .option("--description <text>", "free text for your own bookkeeping", "")
-    .action(async (options: { event: string; url: string; description: string }) => {
+    .option("--rate-limit <n>", "most deliveries per second (0: no limit)", wholeNumber, 0)
+    .action(async (options: { event: string; url: string; description: string; rateLimit: number }) => {
       const { out, connection } = context();
-      const { subscription } = await connection.client(SubscriptionService, "apiKey").createSubscription(options);
+      const { rateLimit, ...rest } = options;
+      const { subscription } = await connection
+        .client(SubscriptionService, "apiKey")
+        .createSubscription({ ...rest, rateLimitPerSecond: rateLimit });
       if (!subscription) throw new Error("the service answered without a subscription");
       if (out.json) return out.message(SubscriptionSchema, subscription);
       printSubscription(out, subscription, true);
@@ -100,25 +111,29 @@ export function addSubscriptionCommands(program: Command, context: Context): voi
 
   subscriptions
     .command("update <id>")
-    .description("changes the URL, the description, or turns it on or off")
+    .description("changes the URL, the description, the rate limit, or turns it on or off")
     .option("--url <url>")
     .option("--description <text>")
+    .option("--rate-limit <n>", "most deliveries per second (0: no limit)", wholeNumber)
     .option("--enable", "turn deliveries on (clears a failure streak)")
     .option("--disable", "turn deliveries off")
-    .action(async (id: string, options: { url?: string; description?: string; enable?: boolean; disable?: boolean }) => {
-      const { out, connection } = context();
-      if (options.enable && options.disable) throw new Error("--enable or --disable, not both");
-      const enabled = options.enable ? true : options.disable ? false : undefined;
-      const { subscription } = await connection.client(SubscriptionService, "apiKey").updateSubscription({
-        id,
-        ...(options.url === undefined ? {} : { url: options.url }),
-        ...(options.description === undefined ? {} : { description: options.description }),
-        ...(enabled === undefined ? {} : { enabled }),
-      });
-      if (!subscription) throw new Error("the service answered without a subscription");
-      if (out.json) return out.message(SubscriptionSchema, subscription);
-      printSubscription(out, subscription);
-    });
+    .action(
+      async (id: string, options: { url?: string; description?: string; rateLimit?: number; enable?: boolean; disable?: boolean }) => {
+        const { out, connection } = context();
+        if (options.enable && options.disable) throw new Error("--enable or --disable, not both");
+        const enabled = options.enable ? true : options.disable ? false : undefined;
+        const { subscription } = await connection.client(SubscriptionService, "apiKey").updateSubscription({
+          id,
+          ...(options.url === undefined ? {} : { url: options.url }),
+          ...(options.description === undefined ? {} : { description: options.description }),
+          ...(options.rateLimit === undefined ? {} : { rateLimitPerSecond: options.rateLimit }),
+          ...(enabled === undefined ? {} : { enabled }),
+        });
+        if (!subscription) throw new Error("the service answered without a subscription");
+        if (out.json) return out.message(SubscriptionSchema, subscription);
+        printSubscription(out, subscription);
+      },
+    );
 
   subscriptions
     .command("delete <id>")

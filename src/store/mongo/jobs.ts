@@ -39,6 +39,14 @@ interface JobDoc {
   /** Kept from older versions; no longer written. */
   failCount?: number;
   traceContext?: string;
+  /** The throttle slot it waits for (fairness/throttle.ts). */
+  throttleSlotAt?: Date;
+}
+
+/** A throttled subscription's next free send slot, shared by every instance. */
+interface ThrottleSlotDoc {
+  _id: string;
+  nextAt: Date;
 }
 
 type Doc = NotificationDoc & { job?: JobDoc };
@@ -191,6 +199,7 @@ export class MongoJobStore implements JobStore {
           clientId: job.clientId,
           lockedAt: now,
           ...optional("traceContext", job.traceContext),
+          ...optional("throttleSlotAt", job.throttleSlotAt),
           ...(read ? { read } : {}),
         },
       ];
@@ -252,7 +261,32 @@ export class MongoJobStore implements JobStore {
    */
   async retry(run: RetriedRun): Promise<boolean> {
     await this.#record(run.attempt, "pending");
-    return this.reschedule(run, run.nextRunAt);
+    // A retry takes a throttle slot of its own when it is due.
+    const { matchedCount } = await this.#notifications.updateOne(
+      { _id: run.id, "job.lockedAt": run.heldLock },
+      { $set: { "job.nextRunAt": run.nextRunAt, "job.lockedAt": null, "job.lockedBy": null }, $unset: { "job.throttleSlotAt": "" } },
+    );
+    return matchedCount === 1;
+  }
+
+  async takeSlot(subscriptionId: string, now: Date, intervalMs: number): Promise<Date> {
+    const taken = await this.db
+      .collection<ThrottleSlotDoc>("throttleSlots")
+      .findOneAndUpdate(
+        { _id: subscriptionId },
+        [{ $set: { nextAt: { $add: [{ $max: [{ $ifNull: ["$nextAt", now] }, now] }, intervalMs] } } }],
+        { upsert: true, returnDocument: "after" },
+      );
+    if (!taken) throw new Error(`no throttle slot for subscription ${subscriptionId}`);
+    return new Date(taken.nextAt.getTime() - intervalMs);
+  }
+
+  async waitForSlot(job: HeldJob, slot: Date): Promise<boolean> {
+    const { matchedCount } = await this.#notifications.updateOne(
+      { _id: job.id, "job.lockedAt": job.heldLock },
+      { $set: { "job.nextRunAt": slot, "job.throttleSlotAt": slot, "job.lockedAt": null, "job.lockedBy": null } },
+    );
+    return matchedCount === 1;
   }
 
   async reschedule(job: HeldJob, nextRunAt: Date): Promise<boolean> {

@@ -20,6 +20,7 @@ const OPTIONAL_FIELDS = [
   "failingSince",
   "disabledReason",
   "disabledAt",
+  "rateLimitPerSecond",
 ] as const;
 type OptionalField = (typeof OPTIONAL_FIELDS)[number];
 
@@ -31,6 +32,7 @@ const presentOptional = (s: { [K in OptionalField]?: Subscription[K] | null }): 
   ...optional("failingSince", s.failingSince),
   ...optional("disabledReason", s.disabledReason),
   ...optional("disabledAt", s.disabledAt),
+  ...optional("rateLimitPerSecond", s.rateLimitPerSecond),
 });
 
 // Field by field, so a stray document field never leaks into the record and a stored null reads as absent.

@@ -79,7 +79,7 @@ export const LOCK_DUE = `
            AS passed_endpoints,
          CASE WHEN row_number() OVER () = 1 THEN ARRAY(SELECT DISTINCT client_id FROM by_client WHERE NOT client_within) END
            AS passed_clients,
-         locked.id, locked.endpoint, locked.client_id, locked.next_run_at, locked.trace_context,
+         locked.id, locked.endpoint, locked.client_id, locked.next_run_at, locked.trace_context, locked.throttle_slot_at,
          ${forDeliveryColumns("row_number() OVER (PARTITION BY s.id ORDER BY locked.id) = 1")}
   FROM (SELECT 1) AS one LEFT JOIN locked ON true
     LEFT JOIN read_notifications n ON n.id = locked.id LEFT JOIN read_subscriptions s ON s.id = n.subscription_id`;
@@ -191,7 +191,7 @@ export const FINISH = `
 /** Failed attempts recorded and their retries scheduled, due at $11, where still held ($10), as FINISH. */
 export const RETRY = `
   ${RECORD_ATTEMPTS}, saved AS (
-    UPDATE wh_delivery_jobs AS j SET next_run_at = t.next_run_at, locked_at = NULL, locked_by = NULL
+    UPDATE wh_delivery_jobs AS j SET next_run_at = t.next_run_at, locked_at = NULL, locked_by = NULL, throttle_slot_at = NULL
     FROM unnest($1::text[], $10::timestamptz[], $11::timestamptz[]) AS t (id, held_lock, next_run_at)
     WHERE ${STILL_HELD}
     RETURNING j.id, t.held_lock
@@ -205,6 +205,24 @@ export const RESCHEDULE = `
   FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS t (id, held_lock, next_run_at)
   WHERE ${STILL_HELD}
   RETURNING j.id`;
+
+/** A lock released where still held ($2), the job due at its throttle slot $3, which it keeps (fairness/throttle.ts). */
+export const WAIT_FOR_SLOT = `
+  UPDATE wh_delivery_jobs AS j SET locked_at = NULL, locked_by = NULL, next_run_at = t.slot, throttle_slot_at = t.slot
+  FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS t (id, held_lock, slot)
+  WHERE ${STILL_HELD}
+  RETURNING j.id`;
+
+/**
+ * The next send slot of subscription $1, taken: the later of its next free
+ * slot and $2 (now); the one after it is $3 milliseconds later. Every
+ * instance takes slots here, one row per throttled subscription.
+ */
+export const TAKE_SLOT = `
+  INSERT INTO wh_throttle_slots AS s (subscription_id, next_at) VALUES ($1, $2::timestamptz + make_interval(secs => $3::float8 / 1000))
+  ON CONFLICT (subscription_id) DO UPDATE
+    SET next_at = GREATEST(s.next_at, $2::timestamptz) + make_interval(secs => $3::float8 / 1000)
+  RETURNING next_at - make_interval(secs => $3::float8 / 1000) AS slot`;
 
 /** A lock moved forward ($3) where still held ($2). */
 export const RENEW = `

@@ -23,6 +23,8 @@ import {
   RESCHEDULE,
   RETRY,
   recordParameters,
+  TAKE_SLOT,
+  WAIT_FOR_SLOT,
 } from "./job-statements.js";
 import { type ForDeliveryRow, forDeliveryOfRows } from "./notifications.js";
 import { isDataError } from "./rows.js";
@@ -38,6 +40,7 @@ type LockRow = ForDeliveryRow & {
   client_id: string;
   next_run_at: Date;
   trace_context: string | null;
+  throttle_slot_at: Date | null;
 };
 
 /**
@@ -170,6 +173,7 @@ export class PostgresJobStore implements JobStore {
           clientId: row.client_id,
           lockedAt,
           ...(row.trace_context ? { traceContext: row.trace_context } : {}),
+          ...(row.throttle_slot_at ? { throttleSlotAt: row.throttle_slot_at } : {}),
           ...(read ? { read } : {}),
         };
         return { job, dueAt: row.next_run_at.getTime() };
@@ -210,6 +214,22 @@ export class PostgresJobStore implements JobStore {
 
   async reschedule(job: HeldJob, nextRunAt: Date): Promise<boolean> {
     const { rows } = await this.pools.bookkeeping.query(RESCHEDULE, [[job.id], [job.heldLock], [nextRunAt]]);
+    return rows.length === 1;
+  }
+
+  async takeSlot(subscriptionId: string, now: Date, intervalMs: number): Promise<Date> {
+    const { rows } = await this.pools.bookkeeping.query<{ slot: Date }>({
+      name: "wh-take-slot",
+      text: TAKE_SLOT,
+      values: [subscriptionId, now, intervalMs],
+    });
+    const slot = rows[0]?.slot;
+    if (!slot) throw new Error(`no throttle slot for subscription ${subscriptionId}`);
+    return slot;
+  }
+
+  async waitForSlot(job: HeldJob, slot: Date): Promise<boolean> {
+    const { rows } = await this.pools.bookkeeping.query(WAIT_FOR_SLOT, [[job.id], [job.heldLock], [slot]]);
     return rows.length === 1;
   }
 

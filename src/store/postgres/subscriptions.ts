@@ -21,6 +21,7 @@ export interface SubscriptionRow {
   failing_since: Date | null;
   disabled_reason: string | null;
   disabled_at: Date | null;
+  rate_limit_per_second: number | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -42,6 +43,7 @@ const COLUMN_SET: Record<keyof SubscriptionRow, true> = {
   failing_since: true,
   disabled_reason: true,
   disabled_at: true,
+  rate_limit_per_second: true,
   created_at: true,
   updated_at: true,
 };
@@ -74,6 +76,7 @@ export const toSubscription = (row: SubscriptionRow): Subscription => ({
   ...optional("failingSince", row.failing_since),
   ...optional("disabledReason", row.disabled_reason),
   ...optional("disabledAt", row.disabled_at),
+  ...optional("rateLimitPerSecond", row.rate_limit_per_second),
   createdAt: row.created_at,
   updatedAt: row.updated_at,
 });
@@ -91,6 +94,7 @@ const mutable = (s: Subscription) => [
   s.disabledReason ?? null,
   s.disabledAt ?? null,
   s.updatedAt,
+  s.rateLimitPerSecond ?? null,
 ];
 
 export class PostgresSubscriptionStore implements SubscriptionStore {
@@ -125,9 +129,9 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
   async insert(s: Subscription): Promise<void> {
     await this.pool.query(
       `INSERT INTO wh_subscriptions (id, url, description, enabled, public_key_pem, private_key_pem, next_public_key_pem,
-         next_private_key_pem, rotation_deadline, disabled_reason, disabled_at, updated_at, client_id, event, created_at, failing_since,
-         signature_scheme)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+         next_private_key_pem, rotation_deadline, disabled_reason, disabled_at, updated_at, rate_limit_per_second, client_id, event,
+         created_at, failing_since, signature_scheme)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
       [s.id, ...mutable(s), s.clientId, s.event, s.createdAt, s.failingSince ?? null, s.signatureScheme],
     );
   }
@@ -165,8 +169,8 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     const { rowCount } = await this.pool.query(
       `UPDATE wh_subscriptions SET url = $2, description = $3, enabled = $4, public_key_pem = $5, private_key_pem = $6,
          next_public_key_pem = $7, next_private_key_pem = $8, rotation_deadline = $9,
-         disabled_reason = $10, disabled_at = $11, updated_at = $12
-       WHERE id = $1 AND updated_at = $13`,
+         disabled_reason = $10, disabled_at = $11, updated_at = $12, rate_limit_per_second = $13
+       WHERE id = $1 AND updated_at = $14`,
       [s.id, ...mutable(s), expectedUpdatedAt],
     );
     return rowCount === 1;

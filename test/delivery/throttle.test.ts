@@ -1,0 +1,179 @@
+import { createClient as connectClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import test from "ava";
+import { DeliveryActivityKind, DeliveryService } from "../../src/gen/webhooks/v1/delivery_service_pb.js";
+import { adminAuth, createClient } from "../helpers/admin.js";
+import { Receiver } from "../helpers/receiver.js";
+import { rest, startTestService, type TestService } from "../helpers/service.js";
+import { postgresOnly, storeTargets, testOn } from "../helpers/stores.js";
+import { Watching } from "../helpers/watch.js";
+
+const RATE = 5;
+const COUNT = 30;
+
+/** The most requests any one-second window holds (sliding, from each request's arrival). */
+function busiestSecond(times: readonly number[]): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let most = 0;
+  let start = 0;
+  for (let end = 0; end < sorted.length; end++) {
+    while ((sorted[end] as number) - (sorted[start] as number) >= 1000) start++;
+    most = Math.max(most, end - start + 1);
+  }
+  return most;
+}
+
+async function setUp(base: string) {
+  const owner = await createClient(base, "Throttled");
+  await rest(base, "POST", "/api/internal/eventTypes", { name: "Throttle.Tick", description: "a test event" }, adminAuth);
+  return owner;
+}
+
+async function subscribe(
+  t: { is: (a: unknown, b: unknown, m?: string) => void },
+  base: string,
+  auth: Record<string, string>,
+  body: object,
+) {
+  const created = await rest(base, "POST", "/api/webhookSubscription", { event: "Throttle.Tick", ...body }, auth);
+  t.is(created.status, 200, created.text);
+  return created.json;
+}
+
+async function publish(base: string, clientId: string, n: number) {
+  const published = await rest(
+    base,
+    "POST",
+    "/api/internal/events/publish",
+    { clientId, event: "Throttle.Tick", payload: { n } },
+    adminAuth,
+  );
+  if (published.status !== 200) throw new Error(published.text);
+}
+
+for (const target of storeTargets()) {
+  testOn(test, target)(
+    `a subscription's rate limit spaces its deliveries; waiting is neither an attempt nor a failure, and another subscription flows at full speed (${target.name})`,
+    async (t) => {
+      const store = await target.create();
+      const [slow, fast] = await Promise.all([Receiver.start(), Receiver.start()]);
+      let service: TestService | undefined;
+      try {
+        service = await startTestService(store.env);
+        const base = service.baseUrl;
+        const owner = await setUp(base);
+        const throttled = await subscribe(t, base, owner.auth, { url: slow.url, rateLimitPerSecond: RATE });
+        t.is(throttled.rateLimitPerSecond, RATE, "the subscription shows its limit");
+        await subscribe(t, base, owner.auth, { url: fast.url });
+
+        const transport = createConnectTransport({ baseUrl: base, httpVersion: "1.1" });
+        const deliveries = connectClient(DeliveryService, transport);
+        const watching = await Watching.open((signal) =>
+          deliveries.watchDeliveries({ subscriptionId: String(throttled.id) }, { headers: owner.auth, signal }),
+        );
+        try {
+          const started = Date.now();
+          for (let n = 0; n < COUNT; n++) await publish(base, owner.id, n);
+          await fast.waitFor(COUNT, 20_000);
+          const fastDone = Date.now() - started;
+          await slow.waitFor(COUNT, 30_000);
+          const times = slow.requests.map((r) => r.at);
+          const spanMs = Math.max(...times) - Math.min(...times);
+          t.true(busiestSecond(times) <= RATE + 1, `at most ${RATE} a second, and one late slot: ${busiestSecond(times)}`);
+          t.true(spanMs >= ((COUNT - RATE - 1) / RATE) * 1000, `spread over the time the rate needs: ${spanMs} ms`);
+          t.true(fastDone < spanMs, `the other subscription was done first (${fastDone} ms, throttled over ${spanMs} ms)`);
+          t.is(new Set(slow.requests.map((r) => r.headers["x-jobid"])).size, COUNT, "each notification once");
+          t.true(
+            slow.requests.every((r) => r.headers["x-jobattempt"] === "0"),
+            "each on its first attempt: waiting used up no attempt",
+          );
+          const throttledActivity = await watching.until((seen) => seen.some((a) => a.kind === DeliveryActivityKind.THROTTLED));
+          const held = throttledActivity.find((a) => a.kind === DeliveryActivityKind.THROTTLED);
+          t.truthy(held?.nextAttemptAt, "the live stream says when a held-back attempt goes out");
+          t.false(
+            watching.activities.some(
+              (a) => a.kind === DeliveryActivityKind.FAILED || (a.kind === DeliveryActivityKind.ATTEMPT_FINISHED && !a.succeeded),
+            ),
+            "nothing shown as failing",
+          );
+        } finally {
+          watching.close();
+        }
+        const log = await rest(base, "GET", `/api/webhookSubscription/${throttled.id}/notifications?pageSize=100`, undefined, owner.auth);
+        t.is(log.status, 200, log.text);
+        const notifications = log.json.notifications as Array<{ status: string; attemptCount: number }>;
+        t.is(notifications.length, COUNT);
+        t.true(
+          notifications.every((n) => n.status === "NOTIFICATION_STATUS_DELIVERED" && n.attemptCount === 1),
+          "every one delivered on one attempt",
+        );
+      } finally {
+        await service?.service.stop();
+        await Promise.all([slow.close(), fast.close()]);
+        await store.cleanup();
+      }
+    },
+  );
+}
+
+test("a rate limit is a whole number from 0 to 10000; 0 removes it", async (t) => {
+  const target = storeTargets()[0];
+  if (!target) throw new Error("no store target");
+  const store = await target.create();
+  let service: TestService | undefined;
+  try {
+    service = await startTestService(store.env);
+    const base = service.baseUrl;
+    const owner = await setUp(base);
+    for (const bad of [10_001, 2.5, -1]) {
+      const refused = await rest(
+        base,
+        "POST",
+        "/api/webhookSubscription",
+        { event: "Throttle.Tick", url: "https://example.com/hook", rateLimitPerSecond: bad },
+        owner.auth,
+      );
+      t.is(refused.status, 400, `${bad}: ${refused.text}`);
+      t.regex(refused.text, /rateLimitPerSecond|rate_limit_per_second/, `${bad}: the answer names the field`);
+    }
+    const created = await subscribe(t, base, owner.auth, { url: "https://example.com/hook", rateLimitPerSecond: 10_000 });
+    t.is(created.rateLimitPerSecond, 10_000);
+    const lifted = await rest(base, "PATCH", `/api/webhookSubscription/${created.id}`, { rateLimitPerSecond: 0 }, owner.auth);
+    t.is(lifted.status, 200, lifted.text);
+    t.is(lifted.json.rateLimitPerSecond ?? 0, 0);
+    const read = await rest(base, "GET", `/api/webhookSubscription/${created.id}`, undefined, owner.auth);
+    t.is(read.json.rateLimitPerSecond ?? 0, 0, "stored without a limit");
+    const limited = await rest(base, "PATCH", `/api/webhookSubscription/${created.id}`, { rateLimitPerSecond: 3 }, owner.auth);
+    t.is(limited.json.rateLimitPerSecond, 3);
+  } finally {
+    await service?.service.stop();
+    await store.cleanup();
+  }
+});
+
+const postgres = postgresOnly(test, "a rate limit shared by two instances");
+if (postgres) {
+  test("two instances on one database keep one subscription's rate limit between them (PostgreSQL)", async (t) => {
+    const store = await postgres.create();
+    const slow = await Receiver.start();
+    let a: TestService | undefined;
+    let b: TestService | undefined;
+    try {
+      a = await startTestService(store.env);
+      b = await startTestService(store.env);
+      const owner = await setUp(a.baseUrl);
+      await subscribe(t, a.baseUrl, owner.auth, { url: slow.url, rateLimitPerSecond: RATE });
+      // Publishes through both: each instance accepts (and may lock) its own half.
+      for (let n = 0; n < COUNT; n++) await publish(n % 2 === 0 ? a.baseUrl : b.baseUrl, owner.id, n);
+      await slow.waitFor(COUNT, 30_000);
+      const times = slow.requests.map((r) => r.at);
+      t.true(busiestSecond(times) <= RATE + 1, `at most ${RATE} a second between both, and one late slot: ${busiestSecond(times)}`);
+      t.is(new Set(slow.requests.map((r) => r.headers["x-jobid"])).size, COUNT);
+    } finally {
+      await a?.service.stop();
+      await b?.service.stop();
+      await slow.close();
+      await store.cleanup();
+    }
+  });
+}
