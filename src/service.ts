@@ -152,6 +152,7 @@ async function startOn(
     const notifications = new Notifications({
       store: opened.store.notifications,
       subscriptionStore: opened.store.subscriptions,
+      clients: opened.store.clients,
       queue: engine,
       catalog,
       subscriptions,
