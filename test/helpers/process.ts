@@ -8,10 +8,16 @@ export interface ServiceProcess {
   baseUrl: string;
 }
 
+/** The tests' environment as a service's: POSTGRES_URL is for the tests, and the service refuses it. */
+export function serviceEnv(): NodeJS.ProcessEnv {
+  const { POSTGRES_URL: _forTheTests, ...env } = process.env;
+  return env;
+}
+
 /** The service as its own process (`src/main.ts`), for tests that kill it. */
 export async function spawnService(env: Record<string, string>): Promise<ServiceProcess> {
   const child = spawnOwned(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: { ...process.env, ...FAST_TEST_ENV, LOG_LEVEL: "info", ...env },
+    env: { ...serviceEnv(), ...FAST_TEST_ENV, LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
@@ -53,7 +59,7 @@ export function kill(service: ServiceProcess, signal: NodeJS.Signals): Promise<v
  */
 export function startExpectingExit(env: Record<string, string>): Promise<{ code: number | null | "served"; stderr: string }> {
   const child = spawnOwned(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: { ...process.env, ...FAST_TEST_ENV, ...env },
+    env: { ...serviceEnv(), ...FAST_TEST_ENV, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
@@ -66,6 +72,7 @@ export function startExpectingExit(env: Record<string, string>): Promise<{ code:
       child.kill("SIGKILL");
       resolve({ code: "served", stderr });
     });
-    child.once("exit", (code) => resolve({ code, stderr }));
+    // "close", not "exit": stderr is read to its end by then.
+    child.once("close", (code) => resolve({ code, stderr }));
   });
 }
