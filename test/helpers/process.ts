@@ -6,6 +6,8 @@ import { FAST_TEST_ENV } from "./service.js";
 export interface ServiceProcess {
   child: ChildProcess;
   baseUrl: string;
+  /** The messages it logged until it listened, that one included. */
+  startLog: string[];
 }
 
 /** The tests' environment as a service's: POSTGRES_URL is for the tests, and the service refuses it. */
@@ -21,6 +23,7 @@ export async function spawnService(env: Record<string, string>): Promise<Service
     stdio: ["ignore", "pipe", "inherit"],
   });
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  const startLog: string[] = [];
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("the service did not start within 60 s")), 60_000);
     child.once("exit", (code) => reject(new Error(`the service exited with ${code} before listening`)));
@@ -32,6 +35,7 @@ export async function spawnService(env: Record<string, string>): Promise<Service
       } catch {
         return;
       }
+      if (entry.msg) startLog.push(entry.msg);
       if (entry.msg === "webhook service listening" && entry.port) {
         clearTimeout(timer);
         lines.off("line", onLine);
@@ -42,7 +46,7 @@ export async function spawnService(env: Record<string, string>): Promise<Service
   });
   // Keep draining the log so the child never blocks on a full pipe.
   lines.on("line", () => {});
-  return { child, baseUrl: `http://127.0.0.1:${port}` };
+  return { child, baseUrl: `http://127.0.0.1:${port}`, startLog };
 }
 
 export function kill(service: ServiceProcess, signal: NodeJS.Signals): Promise<void> {
