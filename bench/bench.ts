@@ -325,6 +325,8 @@ async function runStore(
     spawn(process.execPath, [...profile, ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []), SERVICE_ENTRY], {
       env: {
         ...process.env,
+        // Read by the tests and this bench alone; the service refuses it.
+        POSTGRES_URL: undefined,
         ...env,
         // BENCH_NODE_OPTIONS: node options for the service alone (e.g. --import a probe).
         ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),

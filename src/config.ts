@@ -85,6 +85,12 @@ function storeConfig(env: Env): StoreConfig {
   // Checked whichever store is used, so that a typo never waits for the day it matters.
   const poolSize = integer(env, "DATABASE_POOL_SIZE", 10, 1, 500);
   const changeStreams = boolean(env, "MONGODB_CHANGE_STREAMS", false);
+  // One name per setting: a POSTGRES_URL meant for the service would otherwise leave it on the embedded store unawares.
+  if (!url && env.POSTGRES_URL) {
+    throw new ConfigError(
+      "POSTGRES_URL is set but DATABASE_URL is not: set DATABASE_URL=<that URL> to run on PostgreSQL, or unset POSTGRES_URL for the embedded store; POSTGRES_URL is read only by the tests",
+    );
+  }
   if (!url) return { kind: "embedded", dataDir: resolve(env.DATA_DIR || "./data") };
   if (/^postgres(ql)?:\/\//.test(url)) return { kind: "postgres", url, poolSize };
   if (/^mongodb(\+srv)?:\/\//.test(url)) return { kind: "mongodb", url, changeStreams };

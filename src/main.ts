@@ -2,6 +2,7 @@ import { setFlagsFromString } from "node:v8";
 import { PortInUseError } from "./api/transport/listener.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
+import { StoreConnectError } from "./store/connect-error.js";
 import { acquireDataDirLock, type DataDirLock, DataDirLockedError } from "./store/data-dir-lock.js";
 
 async function main(): Promise<void> {
@@ -24,13 +25,13 @@ async function main(): Promise<void> {
   // Before anything else loads, so that every span has the provider; the SDK is loaded only when tracing is on.
   const tracing = config.tracing && (await import("./observability/tracing.js")).startTracing(config.tracing);
   if (config.tracing) log.info({ tracesUrl: config.tracing.tracesUrl }, "tracing on: spans go to the OTLP endpoint");
+  const lock = config.store.kind === "embedded" ? await lockDataDir(config.store.dataDir) : undefined;
   // Imported once the configuration is known good: a bad setting is reported
   // without first loading every driver.
   const { startService } = await import("./service.js");
-  const lock = config.store.kind === "embedded" ? await lockDataDir(config.store.dataDir) : undefined;
   const service = await startService(config, log).catch(async (error: unknown) => {
     await lock?.release();
-    if (error instanceof PortInUseError) {
+    if (error instanceof PortInUseError || error instanceof StoreConnectError) {
       process.stderr.write(`${error.message}\n`);
       process.exit(2);
     }

@@ -66,8 +66,20 @@ export async function startService(config: Config, log: Logger): Promise<Running
     await listener.close(0);
     throw error;
   }
+  // Before "listening", so that whoever waits for that line has read these.
+  for (const [fields, message] of firstSteps(config, listener.port)) log.info(fields, message);
   log.info({ port: listener.port, store: config.store.kind }, "webhook service listening");
   return { port: listener.port, ...started };
+}
+
+/** What a newcomer needs at the first start: where the portal is, and how to get a credential for it. */
+function firstSteps(config: Config, port: number): Array<[Record<string, string>, string]> {
+  const host = ["0.0.0.0", "::"].includes(config.host) ? "localhost" : config.host.includes(":") ? `[${config.host}]` : config.host;
+  const portal = `http://${host}:${port}/portal/`;
+  const credentials = config.adminToken
+    ? "operators sign in with ADMIN_TOKEN; a client's API key comes from the portal's Clients page or POST /api/internal/clients (docs/api.md)"
+    : "ADMIN_TOKEN is unset, so the admin API (clients, API keys, publishing) is off: set ADMIN_TOKEN (16+ characters) to create clients and their API keys, or BOOTSTRAP_API_KEY for one client holding a key you choose (README, Quick start)";
+  return [[{ portal }, `the portal is at ${portal}; ${credentials}`]];
 }
 
 async function startOn(
@@ -152,6 +164,7 @@ async function startOn(
     const notifications = new Notifications({
       store: opened.store.notifications,
       subscriptionStore: opened.store.subscriptions,
+      clients: opened.store.clients,
       queue: engine,
       catalog,
       subscriptions,

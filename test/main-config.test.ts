@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -62,6 +63,25 @@ for (const [name, value] of BAD) {
     t.true(stderr.includes(name), stderr);
   });
 }
+
+test("POSTGRES_URL without DATABASE_URL: exit 2 with one line saying to set DATABASE_URL", async (t) => {
+  const { code, stderr } = await startExpectingExit({
+    DATA_DIR: join(dir, "postgres-url"),
+    POSTGRES_URL: "postgres://postgres@127.0.0.1:5432/app",
+  });
+  t.is(code, 2, stderr);
+  t.regex(stderr, /^[^\n]+\n$/, "one line");
+  t.regex(stderr, /set DATABASE_URL=.*POSTGRES_URL is read only by the tests/);
+});
+
+(existsSync("/proc/self") ? test : test.skip)(
+  "DATA_DIR=/proc/x, where mkdir -p never ends: exit 2 at once with one line naming DATA_DIR",
+  async (t) => {
+    const { code, stderr } = await startExpectingExit({ DATA_DIR: "/proc/x" });
+    t.is(code, 2, stderr);
+    t.regex(stderr, /^DATA_DIR \/proc\/x cannot be used: [^\n]+\n$/);
+  },
+);
 
 test("the README's configuration table has no variable this test leaves out", async (t) => {
   const readme = await readFile("README.md", "utf8");

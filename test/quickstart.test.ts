@@ -1,6 +1,7 @@
 import { connect, createServer } from "node:net";
 import test from "ava";
 import { spawnOwned } from "./helpers/children.js";
+import { serviceEnv } from "./helpers/process.js";
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -12,7 +13,7 @@ async function freePort(): Promise<number> {
 
 test("examples/quickstart.sh, the README's quick start, runs end to end", async (t) => {
   t.timeout(240_000);
-  const env = { ...process.env, PORT: String(await freePort()), RECEIVER_PORT: String(await freePort()) };
+  const env = { ...serviceEnv(), PORT: String(await freePort()), RECEIVER_PORT: String(await freePort()) };
   // SIGTERM, should the test end first: the script's own trap stops what it started.
   const child = spawnOwned("bash", ["examples/quickstart.sh"], { env, stdio: ["ignore", "pipe", "pipe"] }, "SIGTERM");
   let output = "";

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import {
   ConflictError,
   DomainError,
+  FailedPreconditionError,
   NotFoundError,
   PermissionDeniedError,
   StoreUnavailableError,
@@ -20,6 +21,7 @@ const CODES: ReadonlyArray<[new (...args: never[]) => DomainError, Code]> = [
   [PermissionDeniedError, Code.PermissionDenied],
   [NotFoundError, Code.NotFound],
   [ConflictError, Code.AlreadyExists],
+  [FailedPreconditionError, Code.FailedPrecondition],
   [StoreUnavailableError, Code.Unavailable],
   [WatcherTooSlowError, Code.ResourceExhausted],
 ];

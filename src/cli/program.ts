@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Command } from "commander";
 import { addAdminCommands } from "./commands/admin.js";
@@ -22,6 +23,7 @@ export interface Terminal {
 /** The `webhooks` program: every command over the generated Connect clients. */
 export function buildProgram(terminal: Terminal): Command {
   const program = new Command("webhooks")
+    .version(version(), "-V, --version", "print the version")
     .description("Work with the webhook notification service: subscriptions, the delivery log, live deliveries, publishing.")
     .option("--server <url>", "the service (default: WEBHOOKS_URL, else http://localhost:8080)")
     .option("--api-key <key>", "a client's API key (default: WEBHOOKS_API_KEY)")
@@ -67,4 +69,9 @@ function codeName(code: Code): string {
   return (Code[code] ?? String(code)).replace(/[A-Z]/g, (letter, index: number) =>
     index === 0 ? letter.toLowerCase() : `_${letter.toLowerCase()}`,
   );
+}
+
+/** The package's version: package.json is two levels up from src/cli and from dist/cli alike. */
+function version(): string {
+  return (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 }

@@ -34,6 +34,9 @@ export class NotFoundError extends DomainError {}
 /** The resource exists already or the state forbids the change. */
 export class ConflictError extends DomainError {}
 
+/** The request is well formed but the state it needs does not hold (a sample for an event the URL does not take). */
+export class FailedPreconditionError extends DomainError {}
+
 /** The store can't be reached right now (connection lost or refused): nothing was done; retrying later can work. */
 export class StoreUnavailableError extends DomainError {}
 

@@ -6,12 +6,15 @@ import type { DeliveryAttempt, JsonObject, Notification, NotificationStatus, Sub
 import { buildNotificationBody } from "./notification-body.js";
 import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
 import { assertPayloadMatches } from "./payload-schema.js";
-import type { DeliveryQueue, NotificationStore, SubscriptionStore } from "./ports.js";
+import type { ClientStore, DeliveryQueue, NotificationStore, SubscriptionStore } from "./ports.js";
 import type { Subscriptions } from "./subscriptions.js";
+import { assertPrintable } from "./text.js";
 
 export interface NotificationsDeps {
   store: NotificationStore;
   subscriptionStore: SubscriptionStore;
+  /** Asked whether the client exists when a publish finds no subscription of it. */
+  clients: ClientStore;
   queue: DeliveryQueue;
   catalog: EventCatalog;
   subscriptions: Subscriptions;
@@ -28,8 +31,15 @@ export interface PublishInput {
   idempotencyKey?: string;
 }
 
-const MAX_IDEMPOTENCY_KEY = 200;
+/** As Stripe's: a key is up to 255 printable characters. */
+const MAX_IDEMPOTENCY_KEY = 255;
 const MAX_RECOVER = 10_000;
+
+function assertIdempotencyKey(key: string): void {
+  if (key.length > MAX_IDEMPOTENCY_KEY)
+    throw new ValidationError(`idempotencyKey is longer than ${MAX_IDEMPOTENCY_KEY} characters`, "idempotencyKey");
+  assertPrintable(key, "idempotencyKey");
+}
 
 /**
  * Accepting, listing and redelivering notifications. Accepting stores and
@@ -46,9 +56,10 @@ export class Notifications {
     const body = this.#body(type.name, input.payload, at);
     if (type.jsonSchema) assertPayloadMatches(type.name, type.jsonSchema, input.payload);
     const key = input.idempotencyKey ?? "";
-    if (key.length > MAX_IDEMPOTENCY_KEY)
-      throw new ValidationError(`idempotencyKey is longer than ${MAX_IDEMPOTENCY_KEY} characters`, "idempotencyKey");
+    assertIdempotencyKey(key);
     const subscriptions = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
+    // A client with a subscription exists: only a publish reaching nobody asks.
+    if (subscriptions.length === 0) await this.#requireClient(input.clientId);
     const notifications = this.#fanOut(subscriptions, type.name, body, at);
     if (key === "") {
       await this.#accept(notifications, subscriptions);
@@ -132,6 +143,11 @@ export class Notifications {
     const copies = this.#copies(failed);
     await this.#accept(copies, [subscription]);
     return copies.map((n) => n.id);
+  }
+
+  async #requireClient(clientId: string): Promise<void> {
+    if (isWellFormedId("cli", clientId) && (await this.deps.clients.get(clientId))) return;
+    throw new NotFoundError(`client ${JSON.stringify(clientId.slice(0, 64))} not found; GET /api/internal/clients lists the clients`);
   }
 
   /** The body every attempt sends; refuses base fields, prototype keys and oversized payloads. */

@@ -1,4 +1,4 @@
-import { ConflictError, NotFoundError, ValidationError } from "./errors.js";
+import { ConflictError, FailedPreconditionError, NotFoundError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
 import { isWellFormedId, newId } from "./ids.js";
 import type { KeySealer } from "./key-sealing.js";
@@ -203,19 +203,24 @@ export class Subscriptions {
 
   /**
    * The subscription a sample for `url` is signed with: the caller's own
-   * subscription to that URL, preferring one to the same event.
+   * enabled subscription of that URL to that event. A receiver never gets a
+   * validly signed notification of an event it did not subscribe to.
    */
   async forSample(clientId: string, event: string, url: string): Promise<Subscription> {
     const normalised = url.startsWith(RELAY_SCHEME) ? url : normaliseTargetUrl(url, { allowPrivateTargets: true, allowHttpTargets: true });
     const candidates = (await this.deps.store.findByUrl(clientId, normalised)).filter((s) => s.enabled);
-    const chosen = candidates.find((s) => s.event === event) ?? candidates[0];
-    if (!chosen) {
+    const chosen = candidates.find((s) => s.event === event);
+    if (chosen) return settleRotation(chosen);
+    if (candidates.length === 0) {
       throw new ValidationError(
         "url is not the URL of one of your enabled subscriptions; create a subscription for it first (its key signs the sample)",
         "url",
       );
     }
-    return settleRotation(chosen);
+    const taken = [...new Set(candidates.map((s) => s.event))].join(", ");
+    throw new FailedPreconditionError(
+      `the subscription of ${normalised} takes ${taken}, not ${event}: send a sample of ${taken}, or subscribe the URL to ${event} first`,
+    );
   }
 
   /** Writes unless someone changed the subscription since `readAt` (409 then, never a silent overwrite). */

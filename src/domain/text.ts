@@ -10,3 +10,11 @@ export function assertPlainText(value: string, field: string): void {
     if (isForbiddenControl(value.charCodeAt(i))) throw new ValidationError(`${field} contains control characters`, field);
   }
 }
+
+/** Control characters (C0, DEL and C1): none belongs in a key or an identifier. */
+const CONTROL = /\p{Cc}/u;
+
+/** Refuses every control character, tab and newlines included. */
+export function assertPrintable(value: string, field: string): void {
+  if (CONTROL.test(value)) throw new ValidationError(`${field} contains control characters; use printable characters only`, field);
+}

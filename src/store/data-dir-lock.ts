@@ -1,5 +1,5 @@
 import { link, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 /** The lock file, in DATA_DIR itself. */
 export const LOCK_FILE = "service.lock";
@@ -28,7 +28,7 @@ export interface DataDirLock {
  * file can be removed by hand.
  */
 export async function acquireDataDirLock(dataDir: string): Promise<DataDirLock> {
-  await mkdir(dataDir, { recursive: true });
+  await makeDirectory(dataDir);
   const path = join(dataDir, LOCK_FILE);
   const mine = `${path}.${process.pid}`;
   await writeFile(mine, `${process.pid}\n`);
@@ -49,6 +49,24 @@ export async function acquireDataDirLock(dataDir: string): Promise<DataDirLock> 
     throw new DataDirLockedError(dataDir, typeof holder === "number" ? holder : undefined);
   } finally {
     await rm(mine, { force: true });
+  }
+}
+
+/**
+ * `mkdir -p`, without Node's recursive mkdir: that loops forever, silently,
+ * where a parent exists but refuses a new entry with ENOENT (under /proc).
+ */
+async function makeDirectory(path: string): Promise<void> {
+  try {
+    await mkdir(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") return;
+    if (code !== "ENOENT" || dirname(path) === path) throw error;
+    await makeDirectory(dirname(path));
+    await mkdir(path).catch((again: NodeJS.ErrnoException) => {
+      if (again.code !== "EEXIST") throw again;
+    });
   }
 }
 

@@ -2,6 +2,7 @@ import { type Db, MongoClient } from "mongodb";
 import pg from "pg";
 import type { Logger } from "pino";
 import type { Store } from "../domain/ports.js";
+import { StoreConnectError } from "./connect-error.js";
 import { createMongoStore, ensureMongoIndexes } from "./mongo/mongo-store.js";
 import { trackConnections } from "./postgres/closing-pool.js";
 import { EmbeddedPool } from "./postgres/embedded-pool.js";
@@ -80,7 +81,19 @@ async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
   };
 }
 
+/** How long the first connection may take to find a server at start, rather than the driver's 30 s, in silence. */
+const MONGODB_START_SELECTION_MS = 5_000;
+
 async function openMongo(url: string, changeStreams: boolean): Promise<OpenStore> {
+  // A probe with a short server selection: the service's own client keeps the driver's defaults for its life.
+  const probe = new MongoClient(url, { serverSelectionTimeoutMS: MONGODB_START_SELECTION_MS });
+  try {
+    await probe.connect();
+  } catch (error) {
+    throw new StoreConnectError(redact(url), error);
+  } finally {
+    await probe.close();
+  }
   const client = new MongoClient(url);
   await client.connect();
   try {
@@ -158,6 +171,12 @@ async function openPostgres(url: string, poolSize: number, log: Logger): Promise
   const close = async () => {
     await Promise.all(ends.map((end) => end()));
   };
+  try {
+    (await apiPool.connect()).release();
+  } catch (error) {
+    await close();
+    throw new StoreConnectError(redact(url), error);
+  }
   try {
     await migrate(api);
   } catch (error) {

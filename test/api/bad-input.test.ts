@@ -249,6 +249,19 @@ test("a sample for a URL that is not one of the caller's subscriptions: 400", as
   );
 });
 
+test("a sample of an event the URL's subscription does not take: 400 failed_precondition naming the event it takes", async (t) => {
+  const url = "https://example.com/hooks/shipped-only";
+  const created = await rest(running.baseUrl, "POST", SUBSCRIBE, { event: "Order.Shipped", url });
+  t.is(created.status, 200, created.text);
+  await expectError(
+    t,
+    await rest(running.baseUrl, "POST", "/api/webhookSubscription/triggerSampleEventNotification", { event: "Order.Created", url }),
+    400,
+    "failed_precondition",
+    /takes Order\.Shipped, not Order\.Created/,
+  );
+});
+
 test("a wrong method on a REST path: 405 with Allow", async (t) => {
   const response = await fetch(`${running.baseUrl}/api/webhookSubscription`, { method: "PUT", headers: auth });
   t.is(response.status, 405);

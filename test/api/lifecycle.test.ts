@@ -84,7 +84,10 @@ test("published payloads are checked: base fields, schema, unknown event, unknow
   t.is(invalid.status, 400);
   t.regex(invalid.json.message as string, /does not match the schema of Order\.Created.*Currency/);
   t.is((await publish(a.id, "No.Such", {})).status, 400);
-  const nobody = await publish("cli_unknown", "Order.Cancelled", { OrderId: "o" });
+  const unknown = await publish("cli_unknown", "Order.Cancelled", { OrderId: "o" });
+  t.is(unknown.status, 404, "an unknown client is not found");
+  t.regex(unknown.json.message as string, /client "cli_unknown" not found/);
+  const nobody = await publish(a.id, "Order.Cancelled", { OrderId: "o" });
   t.is(nobody.status, 200, "a client without subscriptions gets no jobs");
   t.deepEqual(nobody.json.jobIds, []);
 });

@@ -1,4 +1,5 @@
-import { rm, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
@@ -179,7 +180,47 @@ test("errors: one line with the service's message, exit code 1", async (t) => {
   const noKey = await runCli(["events"], { WEBHOOKS_URL: running.baseUrl });
   t.is(noKey.code, 1);
   t.is(noKey.stderr, "error: no API key: pass --api-key or set WEBHOOKS_API_KEY\n");
+  const order = JSON.stringify({ OrderId: "ord_1", CustomerId: "cus_1", TotalAmount: 1, Currency: "EUR" });
+  const unknownClient = await runCli(["publish", "Order.Created", "--client", "cli_…"], asAdmin(), order);
+  t.is(unknownClient.code, 1);
+  t.regex(unknownClient.stderr, /^error: client "cli_…" not found.* \(not_found\)\n$/);
   const badPayload = await runCli(["publish", "Order.Created", "--client", "cli_x"], asAdmin(), "not json");
   t.is(badPayload.code, 1);
   t.regex(badPayload.stderr, /^error: the payload is not JSON/);
+});
+
+test("--version prints the package's version", async (t) => {
+  const { version } = JSON.parse(await readFile("package.json", "utf8")) as { version: string };
+  const result = await runCli(["--version"], {});
+  t.is(result.code, 0, result.stderr);
+  t.is(result.stdout, `${version}\n`);
+});
+
+test("--server host:port means http://host:port; another scheme is refused with a hint", async (t) => {
+  const hostPort = new URL(running.baseUrl).host;
+  const events = await runCli(["--json", "--server", hostPort, "events"], { WEBHOOKS_API_KEY: API_KEY });
+  t.is(events.code, 0, events.stderr);
+  t.true((JSON.parse(events.stdout).events as { name: string }[]).some((event) => event.name === "Order.Created"));
+  const ftp = await runCli(["--server", `ftp://${hostPort}`, "events"], { WEBHOOKS_API_KEY: API_KEY });
+  t.is(ftp.code, 1);
+  t.is(ftp.stderr, `error: not an http:// or https:// URL: ftp://${hostPort} (--server or WEBHOOKS_URL)\n`);
+});
+
+test("a service that is not there: one line asking whether it runs at that URL", async (t) => {
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+  const { port } = closed.address() as { port: number };
+  await new Promise((resolve) => closed.close(resolve));
+  const result = await runCli(["events"], { WEBHOOKS_URL: `127.0.0.1:${port}`, WEBHOOKS_API_KEY: API_KEY });
+  t.is(result.code, 1);
+  t.regex(
+    result.stderr,
+    new RegExp(`^error: .*ECONNREFUSED.*: is the service running at http://127\\.0\\.0\\.1:${port}\\? \\(unavailable\\)\\n$`),
+  );
+});
+
+test("trigger-sample's help says the URL must be subscribed to the event", async (t) => {
+  const help = await runCli(["trigger-sample", "--help"], {});
+  t.is(help.code, 0);
+  t.regex(help.stdout.replace(/\s+/g, " "), /--url <url> the URL of one of your enabled subscriptions to that event/);
 });

@@ -6,15 +6,24 @@ import { FAST_TEST_ENV } from "./service.js";
 export interface ServiceProcess {
   child: ChildProcess;
   baseUrl: string;
+  /** The messages it logged until it listened, that one included. */
+  startLog: string[];
+}
+
+/** The tests' environment as a service's: POSTGRES_URL is for the tests, and the service refuses it. */
+export function serviceEnv(): NodeJS.ProcessEnv {
+  const { POSTGRES_URL: _forTheTests, ...env } = process.env;
+  return env;
 }
 
 /** The service as its own process (`src/main.ts`), for tests that kill it. */
 export async function spawnService(env: Record<string, string>): Promise<ServiceProcess> {
   const child = spawnOwned(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: { ...process.env, ...FAST_TEST_ENV, LOG_LEVEL: "info", ...env },
+    env: { ...serviceEnv(), ...FAST_TEST_ENV, LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  const startLog: string[] = [];
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("the service did not start within 60 s")), 60_000);
     child.once("exit", (code) => reject(new Error(`the service exited with ${code} before listening`)));
@@ -26,6 +35,7 @@ export async function spawnService(env: Record<string, string>): Promise<Service
       } catch {
         return;
       }
+      if (entry.msg) startLog.push(entry.msg);
       if (entry.msg === "webhook service listening" && entry.port) {
         clearTimeout(timer);
         lines.off("line", onLine);
@@ -36,7 +46,7 @@ export async function spawnService(env: Record<string, string>): Promise<Service
   });
   // Keep draining the log so the child never blocks on a full pipe.
   lines.on("line", () => {});
-  return { child, baseUrl: `http://127.0.0.1:${port}` };
+  return { child, baseUrl: `http://127.0.0.1:${port}`, startLog };
 }
 
 export function kill(service: ServiceProcess, signal: NodeJS.Signals): Promise<void> {
@@ -53,7 +63,7 @@ export function kill(service: ServiceProcess, signal: NodeJS.Signals): Promise<v
  */
 export function startExpectingExit(env: Record<string, string>): Promise<{ code: number | null | "served"; stderr: string }> {
   const child = spawnOwned(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: { ...process.env, ...FAST_TEST_ENV, ...env },
+    env: { ...serviceEnv(), ...FAST_TEST_ENV, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
@@ -66,6 +76,7 @@ export function startExpectingExit(env: Record<string, string>): Promise<{ code:
       child.kill("SIGKILL");
       resolve({ code: "served", stderr });
     });
-    child.once("exit", (code) => resolve({ code, stderr }));
+    // "close", not "exit": stderr is read to its end by then.
+    child.once("close", (code) => resolve({ code, stderr }));
   });
 }

@@ -1,10 +1,10 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createAsyncIterable, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
-import { isGrpcRequest, malformedMessage, withEmptyMessage } from "./binary-message.js";
 import { edgeContextValues, edgeFactsOf } from "./edge-facts.js";
 import { withSpecGrpcMessage } from "./grpc-message.js";
 import { discardBody, HttpError, type NodeRequest, type NodeResponse, readBody, writeError } from "./http-body.js";
+import { isGrpcRequest, malformedMessage, withEmptyMessage } from "./request-message.js";
 
 export interface ConnectAdapterOptions {
   maxBodyBytes: number;
@@ -19,8 +19,9 @@ export interface ConnectAdapterOptions {
  * refused while the rest of it is read and thrown away (`discardBody`), so
  * the client reads the refusal instead of a reset (streams of requests,
  * which only server reflection takes, are read as they come); a binary message that
- * does not parse is refused as invalid_argument (`malformedMessage`) before
- * any interceptor, auth included, runs.
+ * does not parse, or a JSON one that fails the REST gateway's JSON check, is
+ * refused as invalid_argument (`malformedMessage`) before any interceptor,
+ * auth included, runs.
  */
 export function createConnectAdapter(
   handlers: readonly UniversalHandler[],

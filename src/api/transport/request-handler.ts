@@ -1,12 +1,12 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
-import { ACCEPTED_COMPRESSIONS } from "./binary-message.js";
 import { createConnectAdapter } from "./connect-adapter.js";
 import { HttpError, type NodeRequest, type NodeResponse, writeError } from "./http-body.js";
 import { METRICS_PATH } from "./metrics-endpoint.js";
 import { OPENAPI_PATH, serveOpenApi } from "./openapi-endpoint.js";
 import { createPortalEndpoint } from "./portal-endpoint.js";
 import { assignRequestId } from "./request-id.js";
+import { ACCEPTED_COMPRESSIONS } from "./request-message.js";
 import { RestGateway } from "./rest-gateway.js";
 
 /** Whether the service can do its work now, and if not, why. */

@@ -1,8 +1,9 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { edgeContextValues, edgeFactsOf } from "./edge-facts.js";
-import { discardBody, HttpError, type NodeRequest, type NodeResponse, parseJsonObject, readBody, writeError } from "./http-body.js";
+import { discardBody, HttpError, type NodeRequest, type NodeResponse, readBody, writeError } from "./http-body.js";
 import { type HttpBinding, matchPath, readHttpBindings } from "./http-rules.js";
+import { parseJsonObject } from "./json-body.js";
 import { bodyFields, queryFields } from "./rest-fields.js";
 
 /** Headers a REST caller sends that the RPC should see. */

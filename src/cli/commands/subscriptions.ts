@@ -169,9 +169,9 @@ export function addSubscriptionCommands(program: Command, context: Context): voi
 
   program
     .command("trigger-sample")
-    .description("sends the event's sample payload to one of your subscribed URLs")
+    .description("sends the event's sample payload to a URL you subscribed to that event, signed with that subscription's key")
     .requiredOption("--event <name>", "event type")
-    .requiredOption("--url <url>", "a URL subscribed to that event")
+    .requiredOption("--url <url>", "the URL of one of your enabled subscriptions to that event (relay:<id> for a relay)")
     .action(async (options: { event: string; url: string }) => {
       const { out, connection } = context();
       const answer = await connection.client(SubscriptionService, "apiKey").triggerSampleEventNotification(options);

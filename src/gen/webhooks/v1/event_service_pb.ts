@@ -285,7 +285,8 @@ export const GetJobResponseSchema: GenMessage<GetJobResponse> = /*@__PURE__*/
  */
 export type PublishEventRequest = Message<"webhooks.v1.PublishEventRequest"> & {
   /**
-   * The client the event concerns: only its subscriptions receive it.
+   * The client the event concerns: only its subscriptions receive it. An
+   * unknown client is NOT_FOUND.
    *
    * @generated from field: string client_id = 1;
    */
@@ -309,7 +310,8 @@ export type PublishEventRequest = Message<"webhooks.v1.PublishEventRequest"> & {
    * Publishing the same key again (per client) answers exactly what the first
    * call answered (its job ids, `duplicate` set) and creates nothing, even if
    * some of those jobs' subscriptions have been deleted since: GetJob still
-   * answers for each id.
+   * answers for each id. Up to 255 printable characters (no control
+   * characters).
    *
    * @generated from field: string idempotency_key = 4;
    */

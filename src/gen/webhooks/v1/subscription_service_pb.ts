@@ -133,7 +133,7 @@ export type TriggerSampleEventNotificationRequest = Message<"webhooks.v1.Trigger
   event: string;
 
   /**
-   * URL of one of the caller's subscriptions.
+   * URL of one of the caller's enabled subscriptions to `event`.
    *
    * @generated from field: string url = 2;
    */
@@ -435,8 +435,9 @@ export const SubscriptionService: GenService<{
     output: typeof CreateSubscriptionResponseSchema;
   },
   /**
-   * Sends a sample notification of an event to one of the caller's
-   * subscribed URLs, signed with that subscription's key.
+   * Sends a sample notification of an event to a URL the caller subscribed
+   * to that event, signed with that subscription's key. A URL subscribed only
+   * to other events is FAILED_PRECONDITION.
    *
    * @generated from rpc webhooks.v1.SubscriptionService.TriggerSampleEventNotification
    */

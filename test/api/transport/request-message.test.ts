@@ -2,7 +2,7 @@ import { gzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { createAsyncIterable, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import test from "ava";
-import { malformedMessage, withEmptyMessage } from "../../../src/api/transport/binary-message.js";
+import { malformedMessage, withEmptyMessage } from "../../../src/api/transport/request-message.js";
 import { CreateSubscriptionRequestSchema } from "../../../src/gen/webhooks/v1/subscription_service_pb.js";
 
 const URL_ = "http://localhost/webhooks.v1.SubscriptionService/CreateSubscription";
@@ -59,8 +59,24 @@ test("Connect GET messages in the query", async (t) => {
   t.truthy(await check(get(GARBAGE), new Uint8Array()));
 });
 
-test("what connect-es answers itself is left to it: JSON, unknown compressions, broken framing", async (t) => {
-  t.is(await check(request({ "content-type": "application/json" }), new TextEncoder().encode("{not json")), undefined);
+test("JSON messages get the REST gateway's check, in every framing", async (t) => {
+  const text = (json: string) => new TextEncoder().encode(json);
+  const duplicate = text('{"event":"Order.Created","event":"Order.Shipped"}');
+  for (const type of ["application/json", "application/json; charset=utf-8"]) {
+    t.is(await check(request({ "content-type": type }), text('{"event":"Order.Created"}')), undefined, type);
+    t.regex((await check(request({ "content-type": type }), duplicate)) ?? "", /the key "event" twice/, type);
+  }
+  t.regex((await check(request({ "content-type": "application/json" }), text("{not json"))) ?? "", /not valid JSON/);
+  const gzip = { "content-type": "application/json", "content-encoding": "gzip" };
+  t.regex((await check(request(gzip), gzipSync(duplicate))) ?? "", /twice/);
+  for (const type of ["application/grpc-web+json", "application/grpc+json", "application/connect+json"]) {
+    t.regex((await check(request({ "content-type": type }), envelope(duplicate))) ?? "", /twice/, type);
+  }
+  const get = `${URL_}?encoding=json&message=${encodeURIComponent('{"url":"\\ud800"}')}`;
+  t.regex((await check(request({}, get, "GET"), new Uint8Array())) ?? "", /lone surrogate/);
+});
+
+test("what connect-es answers itself is left to it: unknown compressions, broken framing", async (t) => {
   t.is(await check(request({ "content-type": "application/proto", "content-encoding": "zstd" }), GARBAGE), undefined);
   t.is(await check(request({ "content-type": "application/grpc" }), GARBAGE), undefined, "an incomplete envelope");
   const grpc = request({ "content-type": "application/grpc" });

@@ -9,19 +9,37 @@ import {
   type UniversalServerRequest,
 } from "@connectrpc/connect/protocol";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import { HttpError } from "./http-body.js";
+import { parseJsonObject } from "./json-body.js";
 
 /** The compressions the router accepts (connectNodeAdapter's default). */
 export const ACCEPTED_COMPRESSIONS = [compressionGzip, compressionBrotli];
 
-/** How a request carries a binary protobuf message, if it does. */
-type Framing = "connect-body" | "connect-query" | "envelopes";
+/** How a request carries its message: where (its framing), and as what (its codec). */
+interface Carriage {
+  framing: "connect-body" | "connect-query" | "envelopes";
+  codec: "proto" | "json";
+  /** The header naming the compression of a body (of the envelopes in it). */
+  encodingHeader: string;
+}
 
-function framingOf(request: Pick<UniversalServerRequest, "method" | "url" | "header">): Framing | undefined {
-  if (request.method === "GET") return new URL(request.url).searchParams.get("encoding") === "proto" ? "connect-query" : undefined;
+function carriageOf(request: Pick<UniversalServerRequest, "method" | "url" | "header">): Carriage | undefined {
+  if (request.method === "GET") {
+    const encoding = new URL(request.url).searchParams.get("encoding");
+    return encoding === "proto" || encoding === "json" ? { framing: "connect-query", codec: encoding, encodingHeader: "" } : undefined;
+  }
   const type = request.header.get("content-type") ?? "";
-  if (/^application\/proto$/i.test(type)) return "connect-body";
-  if (/^application\/grpc(-web)?(\+proto)?$/i.test(type)) return "envelopes";
+  const body = /^application\/(proto|json)(;.*)?$/i.exec(type);
+  if (body) return { framing: "connect-body", codec: codecOf(body[1]), encodingHeader: "content-encoding" };
+  const grpc = /^application\/grpc(-web)?(\+(proto|json))?(;.*)?$/i.exec(type);
+  if (grpc) return { framing: "envelopes", codec: codecOf(grpc[3] ?? "proto"), encodingHeader: "grpc-encoding" };
+  const connectStream = /^application\/connect\+(proto|json)(;.*)?$/i.exec(type);
+  if (connectStream) return { framing: "envelopes", codec: codecOf(connectStream[1]), encodingHeader: "connect-content-encoding" };
   return undefined;
+}
+
+function codecOf(name: string | undefined): Carriage["codec"] {
+  return name?.toLowerCase() === "json" ? "json" : "proto";
 }
 
 /** Whether the request speaks gRPC or gRPC-Web, which carry errors in trailers, not in the HTTP status. */
@@ -30,13 +48,16 @@ export function isGrpcRequest(contentType: string | undefined): boolean {
 }
 
 /**
- * Why the request's binary message does not parse as `schema`, or undefined
- * when it does (or is not binary, or fails in a way connect-es reports
- * itself). connect-es parses before any interceptor runs and reports a
+ * Why the request's message is refused, or undefined when it is fine (or
+ * fails in a way connect-es reports itself). A binary message must parse as
+ * `schema`: connect-es parses before any interceptor runs and reports a
  * malformed message as `internal` (connect-es 2 maps its binary parse
  * failures so on both sides of a call), which would blame the server for
- * the client's bytes; this finds it first, so the edge can refuse it as
- * `invalid_argument`. Costs a second parse of binary requests.
+ * the client's bytes. A JSON message must pass the REST gateway's one JSON
+ * check (`parseJsonObject`), which connect-es's lenient reading skips: it
+ * decodes invalid UTF-8 to U+FFFD and lets a repeated key win silently. This
+ * finds either first, so the edge can refuse it as `invalid_argument`. Costs
+ * a second parse of the message.
  */
 export async function malformedMessage(
   schema: DescMessage,
@@ -44,37 +65,39 @@ export async function malformedMessage(
   body: Uint8Array,
   readMaxBytes: number,
 ): Promise<string | undefined> {
-  const framing = framingOf(request);
-  if (framing === undefined) return undefined;
+  const carriage = carriageOf(request);
+  if (carriage === undefined) return undefined;
   let messages: Uint8Array[];
   try {
-    messages = await binaryMessages(framing, request, body, readMaxBytes);
+    messages = await messagesOf(carriage, request, body, readMaxBytes);
   } catch {
     return undefined; // a framing or compression error: connect-es answers it with its own code
   }
   for (const message of messages) {
     try {
-      fromBinary(schema, message);
+      if (carriage.codec === "json") parseJsonObject(message);
+      else fromBinary(schema, message);
     } catch (error) {
+      if (error instanceof HttpError) return error.message;
       return `the request is not a valid ${schema.typeName} message: ${(error as Error).message}`;
     }
   }
   return undefined;
 }
 
-async function binaryMessages(framing: Framing, request: UniversalServerRequest, body: Uint8Array, readMaxBytes: number) {
-  if (framing === "connect-query") {
+async function messagesOf(carriage: Carriage, request: UniversalServerRequest, body: Uint8Array, readMaxBytes: number) {
+  if (carriage.framing === "connect-query") {
     const query = new URL(request.url).searchParams;
     const text = query.get("message") ?? "";
     const bytes = query.get("base64") === "1" ? Buffer.from(text, "base64url") : new TextEncoder().encode(text);
     const compression = negotiate(query.get("compression"), "accept-encoding");
     return [compression ? await compression.decompress(bytes, readMaxBytes) : bytes];
   }
-  if (framing === "connect-body") {
-    const compression = negotiate(request.header.get("content-encoding"), "accept-encoding");
+  if (carriage.framing === "connect-body") {
+    const compression = negotiate(request.header.get(carriage.encodingHeader), "accept-encoding");
     return [compression ? await compression.decompress(body, readMaxBytes) : body];
   }
-  const compression = negotiate(request.header.get("grpc-encoding"), "grpc-accept-encoding");
+  const compression = negotiate(request.header.get(carriage.encodingHeader), "grpc-accept-encoding");
   // Uncompressed, as a publisher's small messages almost always are: split here, without a stream per call.
   if (!compression) return splitEnvelopes(body, readMaxBytes);
   const messages: Uint8Array[] = [];

@@ -1,0 +1,90 @@
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import test from "ava";
+import { EventService, PublishEventRequestSchema, PublishEventResponseSchema } from "../../src/gen/webhooks/v1/event_service_pb.js";
+import { adminAuth, createClient as createTenant } from "../helpers/admin.js";
+import { grpcCall } from "../helpers/grpc.js";
+import { ADMIN_TOKEN, rest, sharedService } from "../helpers/service.js";
+
+const running = sharedService(test);
+const PUBLISH = "/api/internal/events/publish";
+const PAYLOAD = { OrderId: "ord_1", CustomerId: "cus_1", TotalAmount: 1, Currency: "EUR" };
+
+const connectClient = () =>
+  createClient(
+    EventService,
+    createConnectTransport({
+      baseUrl: running.baseUrl,
+      httpVersion: "1.1",
+      interceptors: [
+        (next) => (req) => {
+          req.header.set("authorization", `Bearer ${ADMIN_TOKEN}`);
+          return next(req);
+        },
+      ],
+    }),
+  );
+
+for (const clientId of ["cli_…", "cli_00000000000000000000000000000000"]) {
+  test(`publishing for a client that does not exist (${clientId}) is not found, naming it, on every protocol`, async (t) => {
+    const answer = await rest(running.baseUrl, "POST", PUBLISH, { clientId, event: "Order.Created", payload: PAYLOAD }, adminAuth);
+    t.is(answer.status, 404, answer.text);
+    t.is(answer.json.code, "not_found");
+    t.true(String(answer.json.message).includes(clientId), answer.text);
+
+    const connect = await t.throwsAsync(connectClient().publishEvent({ clientId, event: "Order.Created", payload: PAYLOAD }));
+    t.is(ConnectError.from(connect).code, Code.NotFound);
+    t.true(ConnectError.from(connect).rawMessage.includes(clientId));
+
+    const overGrpc = await t.throwsAsync(
+      grpcCall(
+        running.service.port,
+        EventService,
+        "PublishEvent",
+        PublishEventRequestSchema,
+        PublishEventResponseSchema,
+        { clientId, event: "Order.Created", payload: PAYLOAD },
+        ADMIN_TOKEN,
+      ),
+    );
+    t.is((overGrpc as grpc.ServiceError).code, grpc.status.NOT_FOUND);
+  });
+}
+
+test("publishing for a client that exists but subscribes to nothing answers no jobs", async (t) => {
+  const tenant = await createTenant(running.baseUrl, "Nobody listens");
+  const answer = await rest(running.baseUrl, "POST", PUBLISH, { clientId: tenant.id, event: "Order.Created", payload: PAYLOAD }, adminAuth);
+  t.is(answer.status, 200, answer.text);
+  t.deepEqual(answer.json, { jobIds: [], duplicate: false });
+});
+
+for (const [name, idempotencyKey, message] of [
+  ["a NUL", "order-\u0000-42", /idempotencyKey contains control characters/],
+  ["a newline", "order\n42", /idempotencyKey contains control characters/],
+  ["256 characters", "k".repeat(256), /idempotencyKey is longer than 255 characters/],
+] as const) {
+  test(`an idempotency key with ${name} is invalid_argument over REST and Connect, not internal`, async (t) => {
+    const tenant = await createTenant(running.baseUrl, `Keys ${name}`);
+    const request = { clientId: tenant.id, event: "Order.Created", payload: PAYLOAD, idempotencyKey };
+    const answer = await rest(running.baseUrl, "POST", PUBLISH, request, adminAuth);
+    t.is(answer.status, 400, answer.text);
+    t.is(answer.json.code, "invalid_argument");
+    t.regex(String(answer.json.message), message);
+
+    const connect = await t.throwsAsync(connectClient().publishEvent(request));
+    t.is(ConnectError.from(connect).code, Code.InvalidArgument);
+    t.regex(ConnectError.from(connect).rawMessage, message);
+  });
+}
+
+test("an idempotency key of 255 printable characters, non-ASCII ones included, is taken", async (t) => {
+  const tenant = await createTenant(running.baseUrl, "Long keys");
+  const idempotencyKey = `bestellung-ü-${"k".repeat(242)}`;
+  t.is(idempotencyKey.length, 255);
+  const request = { clientId: tenant.id, event: "Order.Created", payload: PAYLOAD, idempotencyKey };
+  const first = await rest(running.baseUrl, "POST", PUBLISH, request, adminAuth);
+  t.is(first.status, 200, first.text);
+  const again = await rest(running.baseUrl, "POST", PUBLISH, request, adminAuth);
+  t.is(again.json.duplicate, true, again.text);
+});
