@@ -109,7 +109,7 @@ export class DeliveryEngine implements DeliveryQueue {
       },
       onUnlockError: (err) => log.warn({ err }, "handing back job locks failed; they expire by themselves"),
     });
-    this.#throttle = new Throttle(store);
+    this.#throttle = new Throttle(store, () => this.#feed.pulse());
     this.#health = new DeliveryHealth({
       stallAfterMs: Math.max(5 * options.pollIntervalMs, 10_000),
       unservedMs: () => this.#feed.unservedMs(),
@@ -199,6 +199,7 @@ export class DeliveryEngine implements DeliveryQueue {
   async stop(drainTimeoutMs: number, interrupt: () => void): Promise<void> {
     // Agenda stops polling and hands back the jobs it held but had not started; then the feed hands back its own.
     await this.#agenda.stop(false);
+    this.#throttle.stop();
     await this.#feed.release();
     if (!(await this.#idle(drainTimeoutMs))) {
       interrupt();

@@ -144,15 +144,6 @@ export class DeliveryWorker {
       return "done";
     }
 
-    if (subscription.rateLimitPerSecond) {
-      const until = await run.throttle(subscription);
-      if (until) {
-        this.#observe({ kind: "throttled", at: new Date(), notification, subscription, until });
-        log.info({ until }, "attempt held back by the subscription's rate limit");
-        return "done";
-      }
-    }
-
     let headers: Record<string, string>;
     try {
       headers = await this.#signer.headers(notification, subscription, attempt);
@@ -162,6 +153,15 @@ export class DeliveryWorker {
       await abandon(`cannot sign: the subscription's signing key does not open (${(err as Error).message})`);
       log.error({ err }, "delivery failed: signing key does not open");
       return "done";
+    }
+    // As late as can be, so that what the rate limit lets out goes out at once.
+    if (subscription.rateLimitPerSecond) {
+      const until = await run.throttle(subscription);
+      if (until) {
+        this.#observe({ kind: "throttled", at: new Date(), notification, subscription, until });
+        log.info({ until }, "attempt held back by the subscription's rate limit");
+        return "done";
+      }
     }
     this.#observe({ kind: "attempt-started", at: new Date(), notification, subscription, attempt });
     const result = isRelay(subscription)

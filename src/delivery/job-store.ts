@@ -104,11 +104,17 @@ export interface JobStore {
   /** Releases the lock with the job due at `nextRunAt` (an attempt interrupted, or failed on our side). */
   reschedule(job: HeldJob, nextRunAt: Date): Promise<boolean>;
   /**
-   * Takes the next send slot of a throttled subscription, shared by every
-   * instance: the later of its next free slot and `now`; the slot after it
-   * is `intervalMs` later.
+   * Hands a waiting job of a throttled subscription its slot, shared by
+   * every instance: the later of the subscription's next free slot and
+   * `now`; the slot after it is `intervalMs` later.
    */
   takeSlot(subscriptionId: string, now: Date, intervalMs: number): Promise<Date>;
+  /**
+   * Lets a request of a throttled subscription go out now if its last one
+   * went out at least `intervalMs` ago (undefined: go; the next may go
+   * `intervalMs` from now); else answers the earliest it may go.
+   */
+  claimSend(subscriptionId: string, now: Date, intervalMs: number): Promise<Date | undefined>;
   /** Releases the lock with the job due at its throttle `slot`, which it keeps (`LockedJob.throttleSlotAt`); no attempt is recorded. */
   waitForSlot(job: HeldJob, slot: Date): Promise<boolean>;
   /** Deletes a job with nothing to deliver (its notification ended or is gone). */

@@ -10,6 +10,8 @@ import { Watching } from "../helpers/watch.js";
 
 const RATE = 5;
 const COUNT = 30;
+/** The default poll: a job handed back must go out at its slot, not wait for the next poll. */
+const DEFAULT_POLL = { SCHEDULER_POLL_MS: "1000" };
 
 /** The most requests any one-second window holds (sliding, from each request's arrival). */
 function busiestSecond(times: readonly number[]): number {
@@ -72,16 +74,23 @@ for (const target of storeTargets()) {
           deliveries.watchDeliveries({ subscriptionId: String(throttled.id) }, { headers: owner.auth, signal }),
         );
         try {
-          const started = Date.now();
-          for (let n = 0; n < COUNT; n++) await publish(base, owner.id, n);
+          await Promise.all(Array.from({ length: COUNT }, (_, n) => publish(base, owner.id, n)));
           await fast.waitFor(COUNT, 20_000);
-          const fastDone = Date.now() - started;
           await slow.waitFor(COUNT, 30_000);
           const times = slow.requests.map((r) => r.at);
           const spanMs = Math.max(...times) - Math.min(...times);
-          t.true(busiestSecond(times) <= RATE + 1, `at most ${RATE} a second, and one late slot: ${busiestSecond(times)}`);
+          const sent = (await watching.until((seen) => seen.filter((a) => a.kind === DeliveryActivityKind.ATTEMPT_STARTED).length >= COUNT))
+            .filter((a) => a.kind === DeliveryActivityKind.ATTEMPT_STARTED)
+            .map((a) => Number(a.occurredAt?.seconds ?? 0) * 1000 + Math.floor((a.occurredAt?.nanos ?? 0) / 1e6));
+          t.true(
+            busiestSecond(sent) <= RATE + 1,
+            `let out at most ${RATE} a second, one more where a second starts and ends on one: ${busiestSecond(sent)}`,
+          );
+          // Arrival times add the network's and a busy machine's jitter to the times requests were let out.
+          t.true(busiestSecond(times) <= RATE + 2, `received at most ${RATE} a second, give or take one: ${busiestSecond(times)}`);
           t.true(spanMs >= ((COUNT - RATE - 1) / RATE) * 1000, `spread over the time the rate needs: ${spanMs} ms`);
-          t.true(fastDone < spanMs, `the other subscription was done first (${fastDone} ms, throttled over ${spanMs} ms)`);
+          const fastLast = Math.max(...fast.requests.map((r) => r.at));
+          t.true(fastLast < Math.max(...times) - 2000, "the other subscription, not held back, was done seconds earlier");
           t.is(new Set(slow.requests.map((r) => r.headers["x-jobid"])).size, COUNT, "each notification once");
           t.true(
             slow.requests.every((r) => r.headers["x-jobattempt"] === "0"),
@@ -159,15 +168,16 @@ if (postgres) {
     let a: TestService | undefined;
     let b: TestService | undefined;
     try {
-      a = await startTestService(store.env);
-      b = await startTestService(store.env);
+      a = await startTestService({ ...store.env, ...DEFAULT_POLL });
+      b = await startTestService({ ...store.env, ...DEFAULT_POLL });
       const owner = await setUp(a.baseUrl);
       await subscribe(t, a.baseUrl, owner.auth, { url: slow.url, rateLimitPerSecond: RATE });
       // Publishes through both: each instance accepts (and may lock) its own half.
       for (let n = 0; n < COUNT; n++) await publish(n % 2 === 0 ? a.baseUrl : b.baseUrl, owner.id, n);
       await slow.waitFor(COUNT, 30_000);
       const times = slow.requests.map((r) => r.at);
-      t.true(busiestSecond(times) <= RATE + 1, `at most ${RATE} a second between both, and one late slot: ${busiestSecond(times)}`);
+      // Arrival times add the network's and a busy machine's jitter to the times requests were let out.
+      t.true(busiestSecond(times) <= RATE + 2, `received at most ${RATE} a second between both, give or take one: ${busiestSecond(times)}`);
       t.is(new Set(slow.requests.map((r) => r.headers["x-jobid"])).size, COUNT);
     } finally {
       await a?.service.stop();

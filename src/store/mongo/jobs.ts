@@ -46,7 +46,10 @@ interface JobDoc {
 /** A throttled subscription's next free send slot, shared by every instance. */
 interface ThrottleSlotDoc {
   _id: string;
-  nextAt: Date;
+  /** The next slot to hand a waiting job. */
+  nextAt?: Date;
+  /** The earliest the next request may go out. */
+  sendAt?: Date;
 }
 
 type Doc = NotificationDoc & { job?: JobDoc };
@@ -277,8 +280,26 @@ export class MongoJobStore implements JobStore {
         [{ $set: { nextAt: { $add: [{ $max: [{ $ifNull: ["$nextAt", now] }, now] }, intervalMs] } } }],
         { upsert: true, returnDocument: "after" },
       );
-    if (!taken) throw new Error(`no throttle slot for subscription ${subscriptionId}`);
+    if (!taken?.nextAt) throw new Error(`no throttle slot for subscription ${subscriptionId}`);
     return new Date(taken.nextAt.getTime() - intervalMs);
+  }
+
+  async claimSend(subscriptionId: string, now: Date, intervalMs: number): Promise<Date | undefined> {
+    const slots = this.db.collection<ThrottleSlotDoc>("throttleSlots");
+    const claimed = await slots.findOneAndUpdate(
+      { _id: subscriptionId, $or: [{ sendAt: { $exists: false } }, { sendAt: { $lte: now } }] },
+      { $set: { sendAt: new Date(now.getTime() + intervalMs) } },
+    );
+    if (claimed) return undefined;
+    const current = await slots.findOne({ _id: subscriptionId });
+    if (current?.sendAt) return current.sendAt;
+    // No slot document yet (none was ever taken): the first request opens it, unless another just did.
+    const opened = await slots.updateOne(
+      { _id: subscriptionId },
+      { $setOnInsert: { sendAt: new Date(now.getTime() + intervalMs) } },
+      { upsert: true },
+    );
+    return opened.upsertedCount === 1 ? undefined : now;
   }
 
   async waitForSlot(job: HeldJob, slot: Date): Promise<boolean> {

@@ -214,15 +214,33 @@ export const WAIT_FOR_SLOT = `
   RETURNING j.id`;
 
 /**
- * The next send slot of subscription $1, taken: the later of its next free
- * slot and $2 (now); the one after it is $3 milliseconds later. Every
- * instance takes slots here, one row per throttled subscription.
+ * The next slot of subscription $1 handed to a waiting job, taken: the
+ * later of its next free slot and $2 (now); the one after it is $3
+ * milliseconds later. Every instance takes slots here, one row per
+ * throttled subscription.
  */
 export const TAKE_SLOT = `
   INSERT INTO wh_throttle_slots AS s (subscription_id, next_at) VALUES ($1, $2::timestamptz + make_interval(secs => $3::float8 / 1000))
   ON CONFLICT (subscription_id) DO UPDATE
     SET next_at = GREATEST(s.next_at, $2::timestamptz) + make_interval(secs => $3::float8 / 1000)
   RETURNING next_at - make_interval(secs => $3::float8 / 1000) AS slot`;
+
+/**
+ * A request of subscription $1 let out at $2 (now) if the one before it
+ * went out at least $3 milliseconds earlier: then `sent`, and the next may
+ * go $3 ms from now; else the earliest it may go (`send_at`).
+ */
+export const CLAIM_SEND = `
+  WITH claimed AS (
+    INSERT INTO wh_throttle_slots AS s (subscription_id, next_at, send_at)
+    VALUES ($1, $2::timestamptz, $2::timestamptz + make_interval(secs => $3::float8 / 1000))
+    ON CONFLICT (subscription_id) DO UPDATE
+      SET send_at = GREATEST(s.send_at, $2::timestamptz) + make_interval(secs => $3::float8 / 1000)
+      WHERE s.send_at IS NULL OR s.send_at <= $2::timestamptz
+    RETURNING true AS sent
+  )
+  SELECT COALESCE((SELECT sent FROM claimed), false) AS sent,
+         (SELECT send_at FROM wh_throttle_slots WHERE subscription_id = $1) AS send_at`;
 
 /** A lock moved forward ($3) where still held ($2). */
 export const RENEW = `

@@ -13,6 +13,7 @@ import type {
 } from "../../delivery/job-store.js";
 import { prepareJobTable } from "./job-schema.js";
 import {
+  CLAIM_SEND,
   COUNT_JOBS,
   FINISH,
   INSERT,
@@ -226,6 +227,16 @@ export class PostgresJobStore implements JobStore {
     const slot = rows[0]?.slot;
     if (!slot) throw new Error(`no throttle slot for subscription ${subscriptionId}`);
     return slot;
+  }
+
+  async claimSend(subscriptionId: string, now: Date, intervalMs: number): Promise<Date | undefined> {
+    const { rows } = await this.pools.bookkeeping.query<{ sent: boolean; send_at: Date | null }>({
+      name: "wh-claim-send",
+      text: CLAIM_SEND,
+      values: [subscriptionId, now, intervalMs],
+    });
+    const row = rows[0];
+    return row?.sent ? undefined : (row?.send_at ?? now);
   }
 
   async waitForSlot(job: HeldJob, slot: Date): Promise<boolean> {

@@ -109,13 +109,15 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX IF NOT EXISTS wh_delivery_jobs_due_order_idx ON wh_delivery_jobs (next_run_at, id) WHERE locked_at IS NULL;
    DROP INDEX IF EXISTS wh_delivery_jobs_due_idx;
    CREATE INDEX IF NOT EXISTS wh_delivery_jobs_locked_idx ON wh_delivery_jobs (locked_at) WHERE locked_at IS NOT NULL;`,
-  // Throttling (delivery/fairness/throttle.ts): a subscription's limit (null: none); the next free send
-  // slot of each throttled subscription, shared by every instance; and the slot a job waits for.
+  // Throttling (delivery/fairness/throttle.ts): a subscription's limit (null: none); each throttled
+  // subscription's next free slot to hand a waiting job and the earliest its next request may go out,
+  // shared by every instance; and the slot a job waits for.
   `ALTER TABLE wh_subscriptions ADD COLUMN rate_limit_per_second integer;
    ALTER TABLE wh_delivery_jobs ADD COLUMN throttle_slot_at timestamptz;
    CREATE TABLE wh_throttle_slots (
      subscription_id text PRIMARY KEY REFERENCES wh_subscriptions (id) ON DELETE CASCADE,
-     next_at timestamptz NOT NULL
+     next_at timestamptz NOT NULL,
+     send_at timestamptz
    );`,
 ];
 
