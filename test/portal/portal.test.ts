@@ -157,6 +157,28 @@ if (!existsSync(CHROMIUM)) {
     t.is(receiver.requests[1]?.headers["x-jobattempt"], "0");
   });
 
+  test.serial("set a rate limit in the settings, and lift it", async (t) => {
+    const id = /#\/subscriptions\/(sub_[0-9a-f]+)/.exec(page.url())?.[1] ?? "";
+    /** The stored limit, once it is `expected` (or what it is after 10 s). */
+    const stored = async (expected: number) => {
+      const until = Date.now() + 10_000;
+      for (;;) {
+        const answer = await fetch(`${running.baseUrl}/api/webhookSubscription/${id}`, { headers: { authorization: `Bearer ${API_KEY}` } });
+        const limit = ((await answer.json()) as { rateLimitPerSecond?: number }).rateLimitPerSecond ?? 0;
+        if (limit === expected || Date.now() > until) return limit;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    const settings = page.getByRole("region", { name: "Settings" });
+    const field = settings.getByLabel("Most deliveries per second (empty: no limit)");
+    await field.fill("5");
+    await settings.getByRole("button", { name: "Save" }).click();
+    t.is(await stored(5), 5);
+    await field.fill("");
+    await settings.getByRole("button", { name: "Save" }).click();
+    t.is(await stored(0), 0, "empty lifts the limit");
+  });
+
   test.serial("rotate the signature key and confirm; disable and enable", async (t) => {
     const before = await page.getByLabel(/^Current key/).inputValue();
     t.true(before.length > 0);

@@ -11,6 +11,7 @@ import { LiveView } from "./live-view.js";
 function Settings({ subscription, onSaved }: { subscription: Subscription; onSaved: (updated: Subscription) => void }) {
   const [url, setUrl] = useState(subscription.url);
   const [description, setDescription] = useState(subscription.description);
+  const [rateLimit, setRateLimit] = useState(String(subscription.rateLimitPerSecond || ""));
   const [saved, setSaved] = useState(false);
   const save = useAction();
   return (
@@ -20,7 +21,8 @@ function Settings({ subscription, onSaved }: { subscription: Subscription; onSav
           submitted.preventDefault();
           setSaved(false);
           await save.run(async () => {
-            const answer = await subscriptions.updateSubscription({ id: subscription.id, url, description });
+            const rateLimitPerSecond = rateLimit.trim() === "" ? 0 : Number(rateLimit);
+            const answer = await subscriptions.updateSubscription({ id: subscription.id, url, description, rateLimitPerSecond });
             if (answer.subscription) onSaved(answer.subscription);
             setSaved(true);
           });
@@ -39,6 +41,16 @@ function Settings({ subscription, onSaved }: { subscription: Subscription; onSav
         <ErrorText error={save.error} id="edit-error" />
         <label for="edit-description">Description</label>
         <input id="edit-description" type="text" value={description} onInput={(changed) => setDescription(changed.currentTarget.value)} />
+        <label for="edit-rate-limit">Most deliveries per second (empty: no limit)</label>
+        <input
+          id="edit-rate-limit"
+          type="number"
+          min="0"
+          max="10000"
+          step="1"
+          value={rateLimit}
+          onInput={(changed) => setRateLimit(changed.currentTarget.value)}
+        />
         <button type="submit" disabled={save.busy}>
           Save
         </button>
