@@ -256,8 +256,9 @@ export class DeliveryWorker {
 
   async #disable(subscription: Subscription, cause: "gone" | "failing", reason: string): Promise<void> {
     const at = new Date();
-    await this.deps.subscriptions.disable(subscription.id, reason, at);
-    this.#observe({ kind: "subscription-disabled", at, subscription, cause, reason });
+    // Told once: an instance whose attempt finds it disabled already says nothing.
+    if (await this.deps.subscriptions.disable(subscription.id, reason, at))
+      this.#observe({ kind: "subscription-disabled", at, subscription, cause, reason });
   }
 
   #observe(event: DeliveryEvent): void {

@@ -29,6 +29,8 @@ export interface PublishInput {
   event: string;
   payload: JsonObject;
   idempotencyKey?: string;
+  /** A subscription left out (the service's own events are never sent to the subscription they are about). */
+  except?: string;
 }
 
 /** As Stripe's: a key is up to 255 printable characters. */
@@ -57,7 +59,8 @@ export class Notifications {
     if (type.jsonSchema) assertPayloadMatches(type.name, type.jsonSchema, input.payload);
     const key = input.idempotencyKey ?? "";
     assertIdempotencyKey(key);
-    const subscriptions = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
+    const found = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
+    const subscriptions = input.except === undefined ? found : found.filter((subscription) => subscription.id !== input.except);
     // A client with a subscription exists: only a publish reaching nobody asks.
     if (subscriptions.length === 0) await this.#requireClient(input.clientId);
     const notifications = this.#fanOut(subscriptions, type.name, body, at);

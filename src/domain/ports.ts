@@ -70,8 +70,8 @@ export interface SubscriptionStore {
   markFailing(id: string, at: Date): Promise<Date | undefined>;
   /** Ends a failure streak. */
   markHealthy(id: string): Promise<void>;
-  /** Disables it with a reason unless it is disabled already. */
-  disable(id: string, reason: string, at: Date): Promise<void>;
+  /** Disables it with a reason unless it is disabled already; answers whether this call disabled it. */
+  disable(id: string, reason: string, at: Date): Promise<boolean>;
 }
 
 export interface NotificationQuery {

@@ -191,11 +191,12 @@ export class MongoSubscriptionStore implements SubscriptionStore {
     await this.subscriptions.updateOne({ _id: id, failingSince: { $type: "date" } }, { $unset: { failingSince: "" } });
   }
 
-  async disable(id: string, reason: string, at: Date): Promise<void> {
-    if (!isString(id)) return;
-    await this.subscriptions.updateOne(
+  async disable(id: string, reason: string, at: Date): Promise<boolean> {
+    if (!isString(id)) return false;
+    const { modifiedCount } = await this.subscriptions.updateOne(
       { _id: id, enabled: true },
       { $set: { enabled: false, disabledReason: reason, disabledAt: at, updatedAt: at } },
     );
+    return modifiedCount === 1;
   }
 }

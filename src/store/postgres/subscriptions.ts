@@ -210,10 +210,11 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     await this.pool.query("UPDATE wh_subscriptions SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL", [id]);
   }
 
-  async disable(id: string, reason: string, at: Date): Promise<void> {
-    await this.pool.query(
+  async disable(id: string, reason: string, at: Date): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
       "UPDATE wh_subscriptions SET enabled = false, disabled_reason = $2, disabled_at = $3, updated_at = $3 WHERE id = $1 AND enabled",
       [id, reason, at],
     );
+    return rowCount === 1;
   }
 }
