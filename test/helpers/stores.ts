@@ -149,6 +149,8 @@ export const NOT_ON_MONGODB = {
     "on MongoDB the live feed crosses instances through a change stream (MONGODB_CHANGE_STREAMS=true), which the emulator lacks",
   "the store's connections killed and refused under the scheduler":
     "kills and refuses the database's connections from the server's side (pg_terminate_backend, ALLOW_CONNECTIONS); the emulator has no such control",
+  "Agenda's repository with a renewal in flight":
+    "slows each SQL statement by a network's round trip to keep the renewal in flight; the races it checks are in AgendaJobs, the same over every store",
   "a notification an older version accepted but never queued is delivered at the next start":
     "writes that older version's SQL rows; on MongoDB, test/store/job-store.test.ts's test of prepare covers what an older version left",
 } as const;
