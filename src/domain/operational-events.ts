@@ -32,7 +32,7 @@ export const OPERATIONAL_EVENT_TYPES: readonly EventTypeDefinition[] = [
         Url: { type: "string" },
         Cause: { enum: ["gone", "failing"], description: "gone: the receiver answered 410 Gone; failing: it failed too long." },
         Reason: { type: "string" },
-        DisabledAt: { type: "string", format: "date-time" },
+        DisabledAt: { type: "string", description: "ISO 8601, UTC." },
       },
     },
   },

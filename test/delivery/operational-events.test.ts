@@ -18,7 +18,7 @@ interface Disabled {
 
 for (const target of storeTargets()) {
   testOn(test, target)(
-    `a disabled subscription is told once, signed, to the client's Subscription.Disabled subscribers, never to itself (${target.name})`,
+    `${target.name}: a disabled subscription is told once, signed, to the client's Subscription.Disabled subscribers, never to itself`,
     async (t) => {
       const store = await target.create();
       const [gone, watcher, goneWatcher] = await Promise.all([Receiver.start(), Receiver.start(), Receiver.start()]);
@@ -57,11 +57,7 @@ for (const target of storeTargets()) {
           t.true(verifyBody(request?.body ?? "", String(request?.headers["x-signature"]), told.signatureKey), "signed like any other");
           return JSON.parse(request?.body ?? "{}") as Disabled;
         });
-        t.deepEqual(
-          about.map((n) => n.SubscriptionId).sort(),
-          [orders.id, alsoGone.id].sort(),
-          "one about each disabled subscription",
-        );
+        t.deepEqual(about.map((n) => n.SubscriptionId).sort(), [orders.id, alsoGone.id].sort(), "one about each disabled subscription");
         const aboutOrders = about.find((n) => n.SubscriptionId === orders.id);
         t.is(aboutOrders?.Event, "Subscription.Disabled");
         t.is(aboutOrders?.Cause, "gone");
