@@ -143,6 +143,7 @@ async function startOn(
       retryPolicy: config.retryPolicy,
       sealer,
       ...(config.autoDisableAfterMs === undefined ? {} : { autoDisableAfterMs: config.autoDisableAfterMs }),
+      ...(config.failingNoticeAfterMs === undefined ? {} : { failingNoticeAfterMs: config.failingNoticeAfterMs }),
       observer,
       ...(config.propagateTraceContext ? { traceHeaders: currentTraceHeaders } : {}),
       log,

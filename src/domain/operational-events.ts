@@ -1,8 +1,9 @@
 import type { DeliveryEvent, DeliveryObserver } from "./delivery-events.js";
 import type { EventTypeDefinition } from "./event-catalog.js";
-import type { JsonObject } from "./model.js";
+import type { JsonObject, Subscription } from "./model.js";
 
 export const SUBSCRIPTION_DISABLED_EVENT = "Subscription.Disabled";
+export const SUBSCRIPTION_FAILING_EVENT = "Subscription.Failing";
 
 /**
  * The service's own events, in every catalog: a client subscribes an
@@ -36,6 +37,28 @@ export const OPERATIONAL_EVENT_TYPES: readonly EventTypeDefinition[] = [
       },
     },
   },
+  {
+    name: SUBSCRIPTION_FAILING_EVENT,
+    description:
+      "Every delivery to one of your subscriptions has failed for FAILING_NOTICE_AFTER (1 hour unless the operator set another). " +
+      "Told once per failure streak; the subscription is disabled if it goes on failing.",
+    samplePayload: {
+      SubscriptionId: "sub_0123456789abcdef0123456789abcdef",
+      SubscribedEvent: "Order.Created",
+      Url: "https://example.com/webhooks",
+      FailingSince: "2026-01-01T00:00:00.000Z",
+    },
+    jsonSchema: {
+      type: "object",
+      required: ["SubscriptionId", "SubscribedEvent", "Url", "FailingSince"],
+      properties: {
+        SubscriptionId: { type: "string" },
+        SubscribedEvent: { type: "string", description: "The event the failing subscription takes." },
+        Url: { type: "string" },
+        FailingSince: { type: "string", description: "The first failed attempt since the last success; ISO 8601, UTC." },
+      },
+    },
+  },
 ];
 
 /** A publish of one of the service's own events, to every subscriber of it but `except` (the subscription it is about). */
@@ -59,19 +82,22 @@ export class OperationalEvents implements DeliveryObserver {
   ) {}
 
   observe(event: DeliveryEvent): void {
-    if (event.kind !== "subscription-disabled") return;
-    const { subscription } = event;
-    this.publish({
-      clientId: subscription.clientId,
-      event: SUBSCRIPTION_DISABLED_EVENT,
-      payload: {
-        SubscriptionId: subscription.id,
-        SubscribedEvent: subscription.event,
-        Url: subscription.url,
+    if (event.kind === "subscription-disabled") {
+      this.#tell(event.subscription, SUBSCRIPTION_DISABLED_EVENT, {
         Cause: event.cause,
         Reason: event.reason,
         DisabledAt: event.at.toISOString(),
-      },
+      });
+    } else if (event.kind === "subscription-failing") {
+      this.#tell(event.subscription, SUBSCRIPTION_FAILING_EVENT, { FailingSince: event.failingSince.toISOString() });
+    }
+  }
+
+  #tell(subscription: Subscription, event: string, fields: JsonObject): void {
+    this.publish({
+      clientId: subscription.clientId,
+      event,
+      payload: { SubscriptionId: subscription.id, SubscribedEvent: subscription.event, Url: subscription.url, ...fields },
       except: subscription.id,
     }).catch(this.onError);
   }

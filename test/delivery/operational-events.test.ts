@@ -77,3 +77,52 @@ for (const target of storeTargets()) {
     },
   );
 }
+
+for (const target of storeTargets()) {
+  testOn(test, target)(
+    `${target.name}: a failure streak reaching FAILING_NOTICE_AFTER is told once, to the client's Subscription.Failing subscribers`,
+    async (t) => {
+      const store = await target.create();
+      const [failing, watcher] = await Promise.all([Receiver.start(), Receiver.start()]);
+      failing.respond = () => ({ status: 500, body: "down" });
+      let service: TestService | undefined;
+      try {
+        service = await startTestService({ ...store.env, FAILING_NOTICE_AFTER: "300ms" });
+        const base = service.baseUrl;
+        const owner = await createClient(base, "Operations");
+        const subscribe = async (event: string, url: string) => {
+          const created = await rest(base, "POST", "/api/webhookSubscription", { event, url }, owner.auth);
+          t.is(created.status, 200, created.text);
+          return created.json as { id: string; signatureKey: string };
+        };
+        const down = await subscribe("Order.Shipped", failing.url);
+        await subscribe("Subscription.Failing", watcher.url);
+        // Two notifications, each retried five times 100 ms apart: one streak of about half a second.
+        for (const n of [1, 2]) {
+          const published = await rest(
+            base,
+            "POST",
+            "/api/internal/events/publish",
+            { clientId: owner.id, event: "Order.Shipped", payload: { OrderId: `o-${n}`, Carrier: "DHL", TrackingNumber: "1" } },
+            adminAuth,
+          );
+          t.is(published.status, 200, published.text);
+        }
+        await failing.waitFor(12, 30_000);
+        const [notice] = await watcher.waitFor(1, 30_000);
+        const body = JSON.parse(notice?.body ?? "{}") as { Event: string; SubscriptionId: string; FailingSince: string };
+        t.is(body.Event, "Subscription.Failing");
+        t.is(body.SubscriptionId, down.id);
+        t.true(Date.parse(body.FailingSince) <= Date.now());
+        const log = await rest(base, "GET", `/api/webhookSubscription/${down.id}`, undefined, owner.auth);
+        t.truthy(log.json.failingSince, "still failing, still enabled");
+        t.true(log.json.enabled as boolean);
+        t.is(watcher.requests.length, 1, "once for the streak, however many failures followed");
+      } finally {
+        await service?.service.stop();
+        await Promise.all([failing.close(), watcher.close()]);
+        await store.cleanup();
+      }
+    },
+  );
+}

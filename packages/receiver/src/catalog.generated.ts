@@ -13,6 +13,14 @@ export type SubscriptionDisabledPayload = {
   DisabledAt: string;
 };
 
+/** Subscription.Failing: Every delivery to one of your subscriptions has failed for FAILING_NOTICE_AFTER (1 hour unless the operator set another). Told once per failure streak; the subscription is disabled if it goes on failing. Typed from the event type's JSON Schema, which the service enforces. */
+export type SubscriptionFailingPayload = {
+  SubscriptionId: string;
+  SubscribedEvent: string;
+  Url: string;
+  FailingSince: string;
+};
+
 /** Order.Created: A customer placed an order. Typed from the event type's JSON Schema, which the service enforces. */
 export type OrderCreatedPayload = {
   OrderId: string;
@@ -68,6 +76,7 @@ export type InvoiceIssuedPayload = {
 /** The payload of each event of the built-in catalog, by event name. */
 export type CatalogPayloads = {
   "Subscription.Disabled": SubscriptionDisabledPayload;
+  "Subscription.Failing": SubscriptionFailingPayload;
   "Order.Created": OrderCreatedPayload;
   "Order.Cancelled": OrderCancelledPayload;
   "Order.Shipped": OrderShippedPayload;
@@ -80,6 +89,7 @@ export type CatalogPayloads = {
 /** The event names of the built-in catalog. */
 export const CATALOG_EVENTS = [
   "Subscription.Disabled",
+  "Subscription.Failing",
   "Order.Created",
   "Order.Cancelled",
   "Order.Shipped",
