@@ -111,18 +111,14 @@ async function startOn(
     const feed = new ActivityFeed(createActivityChannel(opened.database, instanceName, log), config.watcherBufferSize);
     // Spans go nowhere until a tracer provider is registered (main.ts does with OTEL_EXPORTER_OTLP_ENDPOINT).
     const recentDeliveries = new RecentDeliveries();
+    // Publishes through `notifications`, made below: events reach it only once the service runs.
+    const operational = new OperationalEvents(
+      (input) => notifications.publish(input),
+      (err) => log.error({ err }, "publishing an operational event failed"),
+      opened.store.subscriptions,
+    );
     const observer = observeAll(
-      [
-        feed,
-        new TracingObserver(),
-        recentDeliveries,
-        ...(metrics ? [new MetricsObserver(metrics)] : []),
-        // Publishes through `notifications`, made below: events reach it only once the service runs.
-        new OperationalEvents(
-          (input) => notifications.publish(input),
-          (err) => log.error({ err }, "publishing an operational event failed"),
-        ),
-      ],
+      [feed, new TracingObserver(), recentDeliveries, ...(metrics ? [new MetricsObserver(metrics)] : []), operational],
       (err) => log.error({ err }, "a delivery observer failed"),
     );
     const sender = new HttpSender({
@@ -186,6 +182,8 @@ async function startOn(
     });
 
     await engine.start();
+    // Rotations entering their last hour are told within a few poll periods (10 s by default).
+    operational.start(Math.min(60_000, 10 * config.schedulerPollMs));
     await feed.start((result) => relay.settle(result));
     const watches = new DeliveryWatches({
       feed,
@@ -244,6 +242,7 @@ async function startOn(
         stopping ??= (async () => {
           log.info("shutting down: no new requests, draining deliveries");
           closing.abort();
+          operational.stop();
           // Live watches never end by themselves: end them, or closing the port waits out its grace.
           await feed.stop();
           await listener.close(config.shutdownGraceMs);

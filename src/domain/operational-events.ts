@@ -1,9 +1,14 @@
 import type { DeliveryEvent, DeliveryObserver } from "./delivery-events.js";
 import type { EventTypeDefinition } from "./event-catalog.js";
 import type { JsonObject, Subscription } from "./model.js";
+import type { SubscriptionStore } from "./ports.js";
 
 export const SUBSCRIPTION_DISABLED_EVENT = "Subscription.Disabled";
 export const SUBSCRIPTION_FAILING_EVENT = "Subscription.Failing";
+export const ROTATION_ENDING_EVENT = "SignatureKey.RotationEnding";
+
+/** A rotation is told to its client once its old key stops signing within this. */
+export const ROTATION_NOTICE_MS = 60 * 60_000;
 
 /**
  * The service's own events, in every catalog: a client subscribes an
@@ -59,6 +64,28 @@ export const OPERATIONAL_EVENT_TYPES: readonly EventTypeDefinition[] = [
       },
     },
   },
+  {
+    name: ROTATION_ENDING_EVENT,
+    description:
+      "A signature key rotation of one of your subscriptions ends within the hour: at RotationDeadline the new key " +
+      "(nextSignatureKey) signs and the old one stops. Make sure your receiver accepts the new key.",
+    samplePayload: {
+      SubscriptionId: "sub_0123456789abcdef0123456789abcdef",
+      SubscribedEvent: "Order.Created",
+      Url: "https://example.com/webhooks",
+      RotationDeadline: "2026-01-02T00:00:00.000Z",
+    },
+    jsonSchema: {
+      type: "object",
+      required: ["SubscriptionId", "SubscribedEvent", "Url", "RotationDeadline"],
+      properties: {
+        SubscriptionId: { type: "string" },
+        SubscribedEvent: { type: "string" },
+        Url: { type: "string" },
+        RotationDeadline: { type: "string", description: "When the old key stops signing; ISO 8601, UTC." },
+      },
+    },
+  },
 ];
 
 /** A publish of one of the service's own events, to every subscriber of it but `except` (the subscription it is about). */
@@ -76,10 +103,32 @@ export interface OperationalPublish {
  * block the delivery path: the publish runs on its own, a failure logged.
  */
 export class OperationalEvents implements DeliveryObserver {
+  #rotationScan: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly publish: (input: OperationalPublish) => Promise<unknown>,
     private readonly onError: (error: unknown) => void,
+    private readonly subscriptions: Pick<SubscriptionStore, "claimRotationsEnding">,
   ) {}
+
+  /** Looks every `everyMs` for key rotations ending within the hour, and tells their clients (SignatureKey.RotationEnding). */
+  start(everyMs: number): void {
+    this.#rotationScan ??= setInterval(() => void this.tellRotationsEnding().catch(this.onError), everyMs);
+    this.#rotationScan.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.#rotationScan);
+    this.#rotationScan = undefined;
+  }
+
+  /** Tells each rotation ending within the hour, once per deadline (the store's claim decides between instances). */
+  async tellRotationsEnding(now = new Date()): Promise<void> {
+    for (const subscription of await this.subscriptions.claimRotationsEnding(new Date(now.getTime() + ROTATION_NOTICE_MS), now)) {
+      if (subscription.rotationDeadline)
+        this.#tell(subscription, ROTATION_ENDING_EVENT, { RotationDeadline: subscription.rotationDeadline.toISOString() });
+    }
+  }
 
   observe(event: DeliveryEvent): void {
     if (event.kind === "subscription-disabled") {

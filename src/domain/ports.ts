@@ -70,6 +70,12 @@ export interface SubscriptionStore {
   markFailing(id: string, at: Date): Promise<Date | undefined>;
   /** Ends a failure streak. */
   markHealthy(id: string): Promise<void>;
+  /**
+   * The enabled subscriptions whose key rotation ends after `now` and by
+   * `by`, each answered once per rotation deadline: marked as told here, so
+   * no other call (or instance) answers it again.
+   */
+  claimRotationsEnding(by: Date, now: Date): Promise<Subscription[]>;
   /** Marks the streak that began at `since` as told to the client, unless it was; answers whether this call marked it. */
   noticeFailing(id: string, since: Date, at: Date): Promise<boolean>;
   /** Disables it with a reason unless it is disabled already; answers whether this call disabled it. */

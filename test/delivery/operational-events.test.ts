@@ -126,3 +126,43 @@ for (const target of storeTargets()) {
     },
   );
 }
+
+test("a key rotation entering its last hour is told once per deadline, to the client's SignatureKey.RotationEnding subscribers", async (t) => {
+  const target = storeTargets()[0];
+  if (!target) throw new Error("no store target");
+  const store = await target.create();
+  const [receiver, watcher] = await Promise.all([Receiver.start(), Receiver.start()]);
+  let service: TestService | undefined;
+  try {
+    service = await startTestService({ ...store.env, KEY_ROTATION_GRACE: "30m" });
+    const base = service.baseUrl;
+    const owner = await createClient(base, "Operations");
+    const subscribe = async (event: string, url: string) => {
+      const created = await rest(base, "POST", "/api/webhookSubscription", { event, url }, owner.auth);
+      t.is(created.status, 200, created.text);
+      return created.json as { id: string };
+    };
+    const rotating = await subscribe("Order.Created", receiver.url);
+    await subscribe("SignatureKey.RotationEnding", watcher.url);
+    const rotate = async () => {
+      const rotated = await rest(base, "POST", `/api/webhookSubscription/${rotating.id}/rotateSignatureKey`, {}, owner.auth);
+      t.is(rotated.status, 200, rotated.text);
+      return String(rotated.json.rotationDeadline);
+    };
+    const firstDeadline = await rotate();
+    const [first] = await watcher.waitFor(1, 20_000);
+    const told = JSON.parse(first?.body ?? "{}") as { Event: string; SubscriptionId: string; RotationDeadline: string };
+    t.is(told.Event, "SignatureKey.RotationEnding");
+    t.is(told.SubscriptionId, rotating.id);
+    t.is(Date.parse(told.RotationDeadline), Date.parse(firstDeadline));
+    // Rotating again sets a new deadline: told again, once.
+    const secondDeadline = await rotate();
+    const [, second] = await watcher.waitFor(2, 20_000);
+    t.is(Date.parse((JSON.parse(second?.body ?? "{}") as { RotationDeadline: string }).RotationDeadline), Date.parse(secondDeadline));
+    t.is(watcher.requests.length, 2, "once per deadline, however many scans ran");
+  } finally {
+    await service?.service.stop();
+    await Promise.all([receiver.close(), watcher.close()]);
+    await store.cleanup();
+  }
+});

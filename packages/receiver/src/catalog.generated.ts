@@ -21,6 +21,14 @@ export type SubscriptionFailingPayload = {
   FailingSince: string;
 };
 
+/** SignatureKey.RotationEnding: A signature key rotation of one of your subscriptions ends within the hour: at RotationDeadline the new key (nextSignatureKey) signs and the old one stops. Make sure your receiver accepts the new key. Typed from the event type's JSON Schema, which the service enforces. */
+export type SignatureKeyRotationEndingPayload = {
+  SubscriptionId: string;
+  SubscribedEvent: string;
+  Url: string;
+  RotationDeadline: string;
+};
+
 /** Order.Created: A customer placed an order. Typed from the event type's JSON Schema, which the service enforces. */
 export type OrderCreatedPayload = {
   OrderId: string;
@@ -77,6 +85,7 @@ export type InvoiceIssuedPayload = {
 export type CatalogPayloads = {
   "Subscription.Disabled": SubscriptionDisabledPayload;
   "Subscription.Failing": SubscriptionFailingPayload;
+  "SignatureKey.RotationEnding": SignatureKeyRotationEndingPayload;
   "Order.Created": OrderCreatedPayload;
   "Order.Cancelled": OrderCancelledPayload;
   "Order.Shipped": OrderShippedPayload;
@@ -90,6 +99,7 @@ export type CatalogPayloads = {
 export const CATALOG_EVENTS = [
   "Subscription.Disabled",
   "Subscription.Failing",
+  "SignatureKey.RotationEnding",
   "Order.Created",
   "Order.Cancelled",
   "Order.Shipped",

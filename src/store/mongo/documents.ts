@@ -43,6 +43,8 @@ export interface EventTypeDoc {
 export interface SubscriptionDoc extends Omit<Subscription, "id" | "signatureScheme"> {
   _id: string;
   signatureScheme?: Subscription["signatureScheme"];
+  /** The rotation deadline its client was told of (SignatureKey.RotationEnding). */
+  rotationNoticedFor?: Date;
 }
 
 export interface NotificationDoc extends Omit<Notification, "id"> {

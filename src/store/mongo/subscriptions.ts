@@ -196,6 +196,22 @@ export class MongoSubscriptionStore implements SubscriptionStore {
     );
   }
 
+  async claimRotationsEnding(by: Date, now: Date): Promise<Subscription[]> {
+    const due = await this.subscriptions
+      .find({ rotationDeadline: { $gt: now, $lte: by }, enabled: true, nextPublicKeyPem: { $type: "string" } })
+      .toArray();
+    const claimed: Subscription[] = [];
+    for (const doc of due) {
+      // Claimed once per deadline: another instance's claim, or an earlier one, leaves it as it is.
+      const { modifiedCount } = await this.subscriptions.updateOne(
+        { _id: doc._id, rotationDeadline: doc.rotationDeadline, rotationNoticedFor: { $ne: doc.rotationDeadline } },
+        { $set: { rotationNoticedFor: doc.rotationDeadline } },
+      );
+      if (modifiedCount === 1) claimed.push(toSubscription(doc));
+    }
+    return claimed;
+  }
+
   async noticeFailing(id: string, since: Date, at: Date): Promise<boolean> {
     if (!isString(id)) return false;
     const { modifiedCount } = await this.subscriptions.updateOne(

@@ -114,6 +114,8 @@ export const MIGRATIONS: readonly string[] = [
   // shared by every instance; and the slot a job waits for.
   `ALTER TABLE wh_subscriptions ADD COLUMN rate_limit_per_second integer;
    ALTER TABLE wh_subscriptions ADD COLUMN failing_noticed_at timestamptz;
+   ALTER TABLE wh_subscriptions ADD COLUMN rotation_noticed_for timestamptz;
+   CREATE INDEX wh_subscriptions_rotation_idx ON wh_subscriptions (rotation_deadline) WHERE rotation_deadline IS NOT NULL;
    ALTER TABLE wh_delivery_jobs ADD COLUMN throttle_slot_at timestamptz;
    CREATE TABLE wh_throttle_slots (
      subscription_id text PRIMARY KEY REFERENCES wh_subscriptions (id) ON DELETE CASCADE,

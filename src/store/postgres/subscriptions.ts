@@ -216,6 +216,17 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     );
   }
 
+  async claimRotationsEnding(by: Date, now: Date): Promise<Subscription[]> {
+    const { rows } = await this.pool.query<SubscriptionRow>(
+      `UPDATE wh_subscriptions SET rotation_noticed_for = rotation_deadline
+       WHERE rotation_deadline IS NOT NULL AND rotation_deadline > $2 AND rotation_deadline <= $1 AND enabled
+         AND next_public_key_pem IS NOT NULL AND rotation_noticed_for IS DISTINCT FROM rotation_deadline
+       RETURNING *`,
+      [by, now],
+    );
+    return rows.map(toSubscription);
+  }
+
   async noticeFailing(id: string, since: Date, at: Date): Promise<boolean> {
     const { rowCount } = await this.pool.query(
       "UPDATE wh_subscriptions SET failing_noticed_at = $3 WHERE id = $1 AND failing_since = $2 AND failing_noticed_at IS NULL",
