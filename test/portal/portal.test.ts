@@ -91,6 +91,20 @@ if (!existsSync(CHROMIUM)) {
     t.is(redirect.headers.get("location"), "/portal/");
   });
 
+  test.serial("a wrong API key or admin token is refused on the sign-in form, and nobody is signed in", async (t) => {
+    await page.goto(`${running.baseUrl}/portal/`);
+    await page.getByLabel("API key").fill("whk_not-a-key");
+    await page.getByRole("button", { name: "Sign in as subscriber" }).click();
+    await page.locator("#subscriber-secret-error").getByText("Not signed in: invalid API key").waitFor();
+    t.is(await page.getByLabel("API key").getAttribute("aria-invalid"), "true");
+    await page.getByLabel("Admin token").fill("not-the-token");
+    await page.getByRole("button", { name: "Sign in as operator" }).click();
+    await page.locator("#operator-secret-error").getByText("Not signed in: invalid admin token").waitFor();
+    await page.getByText("Signed in: nobody.").waitFor();
+    t.is(await page.getByRole("link", { name: "Subscriptions" }).count(), 0);
+    t.is(await page.evaluate("sessionStorage.length"), 0);
+  });
+
   test.serial("a subscriber signs in with an API key kept in session storage, and reads the event catalog", async (t) => {
     await page.goto(`${running.baseUrl}/portal/`);
     await page.getByLabel("API key").fill(API_KEY);
