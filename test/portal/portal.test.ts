@@ -21,6 +21,7 @@ if (!existsSync(CHROMIUM)) {
 } else {
   let running: TestService;
   let cleanupStore: (() => Promise<void>) | undefined;
+  let storeEnv: Record<string, string>;
   let browser: Browser;
   let page: Page;
   let receiver: Receiver;
@@ -36,6 +37,7 @@ if (!existsSync(CHROMIUM)) {
     const store = await storeTargets()[0]?.create();
     if (!store) throw new Error("no store target");
     cleanupStore = store.cleanup;
+    storeEnv = store.env;
     running = await startTestService(store.env);
     receiver = await Receiver.start();
     hostile = await Receiver.start(() => ({ status: 200, headers: { "content-type": "text/html" }, body: XSS }));
@@ -261,5 +263,27 @@ if (!existsSync(CHROMIUM)) {
     await page.reload();
     await page.getByRole("link", { name: "Order.Created" }).first().waitFor();
     await shot("subscriptions");
+  });
+
+  test.serial("the live view waits out a restart of the service and goes on watching", async (t) => {
+    await page.goto(`${running.baseUrl}/portal/#/subscriptions`);
+    await page
+      .locator("tr", { has: page.locator("td.url", { hasText: receiver.url }) })
+      .getByRole("link")
+      .click();
+    const status = page.locator("#live-title ~ p.hint");
+    await status.getByText("Watching: deliveries appear here as they happen.").waitFor();
+
+    const port = running.service.port;
+    await running.service.stop();
+    await status.getByText("The service is not answering: reconnecting…").waitFor();
+    running = await startTestService({ ...storeEnv, PORT: String(port) });
+    await status.getByText("Watching: deliveries appear here as they happen.").waitFor();
+    await page.getByRole("button", { name: "Send sample" }).click();
+    const sent = (await page.getByText(/^Sample sent as ntf_/).textContent()) ?? "";
+    const jobId = /ntf_\w+/.exec(sent)?.[0] ?? "";
+    const live = page.getByRole("log", { name: "Live deliveries" });
+    await live.getByText(`delivered · ${jobId}`).waitFor();
+    t.is(await live.locator("ol").count(), 0, "the live deliveries are not numbered");
   });
 }
