@@ -39,8 +39,12 @@ function watchCli(args: string[], env: Record<string, string>) {
   return { child, output, closed, waitFor };
 }
 
+/** Each test starts service processes two or three times: on a busy machine that takes minutes, not ava's default two. */
+const SERVICE_STARTS_TIMEOUT_MS = 5 * 60_000;
+
 /** One service process on an embedded store kept across its restarts, on the same port. */
-async function restartableService(t: { teardown: (fn: () => Promise<void>) => void }) {
+async function restartableService(t: { teardown: (fn: () => Promise<void>) => void; timeout: (ms: number) => void }) {
+  t.timeout(SERVICE_STARTS_TIMEOUT_MS);
   const store = await storeTargets()[0]?.create();
   if (!store) throw new Error("no store target");
   const state: { service: ServiceProcess } = { service: await spawnService(store.env) };
@@ -58,7 +62,7 @@ async function restartableService(t: { teardown: (fn: () => Promise<void>) => vo
   };
 }
 
-test("tail waits out a restart of the service, then goes on showing deliveries", async (t) => {
+test.serial("tail waits out a restart of the service, then goes on showing deliveries", async (t) => {
   const service = await restartableService(t);
   const receiver = await Receiver.start();
   t.teardown(() => receiver.close());
@@ -83,7 +87,7 @@ test("tail waits out a restart of the service, then goes on showing deliveries",
   t.is(await tail.closed, 0);
 });
 
-test("listen forwards again after a restart; stopped while the service is away, it says it could not clean up", async (t) => {
+test.serial("listen forwards again after a restart; stopped while the service is away, it says it could not clean up", async (t) => {
   const service = await restartableService(t);
   const receiver = await Receiver.start();
   t.teardown(() => receiver.close());
