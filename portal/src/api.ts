@@ -25,7 +25,8 @@ export const credentials = {
 function bearer(role: Role): Interceptor {
   return (next) => (req) => {
     const secret = credentials.get(role);
-    if (secret) req.header.set("authorization", `Bearer ${secret}`);
+    // A call that brings its own credential (the sign-in check) keeps it.
+    if (secret && !req.header.has("authorization")) req.header.set("authorization", `Bearer ${secret}`);
     return next(req);
   };
 }
@@ -40,6 +41,17 @@ export const subscriptions: Client<typeof SubscriptionService> = createClient(Su
 export const deliveries: Client<typeof DeliveryService> = createClient(DeliveryService, subscriber);
 export const events: Client<typeof EventService> = createClient(EventService, operator);
 export const clients: Client<typeof ClientService> = createClient(ClientService, operator);
+
+/**
+ * One cheap call with the credential before it is kept: a wrong key is refused
+ * on the sign-in form, not in every panel after it. Resolves, or throws the
+ * service's answer.
+ */
+export async function checkCredential(role: Role, secret: string): Promise<void> {
+  const headers = { authorization: `Bearer ${secret}` };
+  if (role === "subscriber") await subscriptions.listSubscriptions({ pageSize: 1 }, { headers });
+  else await events.listEventTypes({}, { headers });
+}
 
 /** The server's own words for a failed call (its validation messages are written for people). */
 export function messageOf(error: unknown): string {

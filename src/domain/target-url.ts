@@ -28,7 +28,8 @@ export function normaliseTargetUrl(raw: string, policy: TargetPolicy, field = "u
     throw new ValidationError(`${field} is not an absolute URL: ${JSON.stringify(raw.slice(0, 200))}`, field);
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") {
-    throw new ForbiddenTargetError(`${field} must use https:// (got ${url.protocol.replace(/:$/, "")})`, field);
+    const allowed = policy.allowHttpTargets ? "https:// or http://" : "https://";
+    throw new ForbiddenTargetError(`${field} must use ${allowed} (got ${url.protocol.replace(/:$/, "")})`, field);
   }
   if (url.protocol === "http:" && !policy.allowHttpTargets) {
     throw new ForbiddenTargetError(`${field} must use https://; plain http:// is disabled on this service`, field);

@@ -53,6 +53,12 @@ for (const [url, why] of refused) {
   });
 }
 
+test("another scheme's refusal names the schemes this service allows", (t) => {
+  t.throws(() => normaliseTargetUrl("ftp://example.com/", strict), { message: "url must use https:// (got ftp)" });
+  const withHttp = { allowPrivateTargets: false, allowHttpTargets: true };
+  t.throws(() => normaliseTargetUrl("ftp://example.com/", withHttp), { message: "url must use https:// or http:// (got ftp)" });
+});
+
 test("non-URLs and overlong URLs are validation errors", (t) => {
   t.throws(() => normaliseTargetUrl("", strict), { instanceOf: ValidationError, message: /required/ });
   t.throws(() => normaliseTargetUrl("hooks.example.com/in", strict), { instanceOf: ValidationError, message: /absolute URL/ });

@@ -1,16 +1,20 @@
 import { useState } from "preact/hooks";
-import { credentials, type Role } from "../api.js";
+import { checkCredential, credentials, type Role } from "../api.js";
+import { ErrorText, useAction } from "../components.js";
 import { navigate } from "../router.js";
 
 function CredentialForm({ who, label, hint, onSignIn }: { who: Role; label: string; hint: string; onSignIn: () => void }) {
   const [value, setValue] = useState("");
+  const check = useAction();
   const id = `${who}-secret`;
   return (
     <form
       class="card"
-      onSubmit={(event) => {
+      onSubmit={async (event) => {
         event.preventDefault();
-        credentials.set(who, value.trim());
+        const secret = value.trim();
+        if (!(await check.run(() => checkCredential(who, secret)))) return;
+        credentials.set(who, secret);
         setValue("");
         onSignIn();
         navigate(who === "subscriber" ? "subscriptions" : "operator");
@@ -25,12 +29,16 @@ function CredentialForm({ who, label, hint, onSignIn }: { who: Role; label: stri
         required
         value={value}
         onInput={(event) => setValue(event.currentTarget.value)}
-        aria-describedby={`${id}-hint`}
+        aria-invalid={check.error ? true : undefined}
+        aria-describedby={check.error ? `${id}-error ${id}-hint` : `${id}-hint`}
       />
+      <ErrorText error={check.error && `Not signed in: ${check.error}`} id={`${id}-error`} />
       <p class="hint" id={`${id}-hint`}>
         {hint}
       </p>
-      <button type="submit">Sign in as {who}</button>
+      <button type="submit" disabled={check.busy}>
+        Sign in as {who}
+      </button>
     </form>
   );
 }

@@ -128,12 +128,16 @@ function SigningKey({ subscription, onChanged }: { subscription: Subscription; o
     <Section title="Signature key" id="key">
       <label for="signature-key">Current key (verifies the signatures you receive)</label>
       <textarea id="signature-key" readOnly rows={4} value={subscription.signatureKey} />
-      <CopyButton text={subscription.signatureKey} label="Copy key" />
+      <div class="actions">
+        <CopyButton text={subscription.signatureKey} label="Copy key" />
+      </div>
       {rotating && (
         <>
           <label for="next-signature-key">Next key</label>
           <textarea id="next-signature-key" readOnly rows={4} value={subscription.nextSignatureKey} />
-          <CopyButton text={subscription.nextSignatureKey} label="Copy next key" />
+          <div class="actions">
+            <CopyButton text={subscription.nextSignatureKey} label="Copy next key" />
+          </div>
           <p role="status">
             Rotation under way: the next key takes over at <strong>{formatTime(subscription.rotationDeadline)}</strong>, or when you
             confirm.
@@ -141,31 +145,27 @@ function SigningKey({ subscription, onChanged }: { subscription: Subscription; o
         </>
       )}
       <div class="actions">
-        <button
-          type="button"
-          disabled={rotate.busy}
-          onClick={() =>
+        <ConfirmButton
+          label="Rotate key"
+          question="Start a rotation? Your receiver must accept the next key before it takes over; rotating again replaces it."
+          onConfirm={() =>
             rotate.run(async () => {
               const answer = await subscriptions.rotateSignatureKey({ id: subscription.id });
               if (answer.subscription) onChanged(answer.subscription);
             })
           }
-        >
-          Rotate key
-        </button>
+        />
         {rotating && (
-          <button
-            type="button"
-            disabled={rotate.busy}
-            onClick={() =>
+          <ConfirmButton
+            label="Confirm rotation"
+            question="Sign with the next key from now on? A receiver that only knows the current key will refuse deliveries."
+            onConfirm={() =>
               rotate.run(async () => {
                 const answer = await subscriptions.confirmSignatureKeyRotation({ id: subscription.id });
                 if (answer.subscription) onChanged(answer.subscription);
               })
             }
-          >
-            Confirm rotation
-          </button>
+          />
         )}
       </div>
       <ErrorText error={rotate.error} />

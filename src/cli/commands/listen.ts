@@ -1,10 +1,11 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { Command } from "commander";
 import { type DeliveryActivity, DeliveryActivityKind, DeliveryService } from "../../gen/webhooks/v1/delivery_service_pb.js";
 import { SubscriptionService } from "../../gen/webhooks/v1/subscription_service_pb.js";
 import { UsageError } from "../connection.js";
 import type { Output } from "../output.js";
 import type { Context } from "./context.js";
+import { serviceWentAway, waitToReconnect, whyEnded } from "./reconnect.js";
 
 /** How much of the local answer is reported back (the delivery log keeps MAX_RESPONSE_BYTES of it). */
 const MAX_ANSWER_CHARS = 4096;
@@ -78,11 +79,18 @@ export function addListenCommand(program: Command, context: Context, interrupt: 
       const deliveries = connection.client(DeliveryService, "apiKey");
 
       const relays: Relay[] = [];
-      const removeTemporary = async () => {
+      /** Deletes the temporary relays; each one that could not be deleted, with why. */
+      const removeTemporary = async (): Promise<string[]> => {
+        const failures: string[] = [];
         for (const relay of relays.filter((each) => each.temporary)) {
-          await subscriptions.deleteSubscription({ id: relay.id }).catch(() => {});
+          await subscriptions.deleteSubscription({ id: relay.id }).catch((error: unknown) => {
+            // Gone already (the service let its lease lapse): nothing left to remove.
+            if (ConnectError.from(error).code !== Code.NotFound) failures.push(`${relay.id} (${ConnectError.from(error).rawMessage})`);
+          });
         }
+        return failures;
       };
+      let failures: string[] = [];
       try {
         if (options.subscription) {
           const { subscription } = await subscriptions.getSubscription({ id: options.subscription });
@@ -94,55 +102,82 @@ export function addListenCommand(program: Command, context: Context, interrupt: 
           if (!subscription) throw new Error("the service answered without a subscription");
           relays.push({ id: subscription.id, event, signatureKey: subscription.signatureKey, temporary: true });
         }
-
-        const stop = new AbortController();
-        const onInterrupt = () => stop.abort();
-        interrupt.addEventListener("abort", onInterrupt, { once: true });
-        if (interrupt.aborted) stop.abort();
-        const stream = deliveries.watchDeliveries(
-          { relaySubscriptionIds: relays.map((relay) => relay.id), ...(relays.length === 1 ? { subscriptionId: relays[0]?.id } : {}) },
-          { signal: stop.signal },
-        );
-        const inFlight = new Set<Promise<void>>();
-        let announced = false;
-        try {
-          for await (const { activity } of stream) {
-            if (!activity) {
-              // The first message: the watch is in place, so nothing sent from now on is missed.
-              if (!announced) announce(out, relays, options.forwardTo);
-              announced = true;
-              continue;
-            }
-            if (activity.kind !== DeliveryActivityKind.RELAY_REQUEST) continue;
-            const task = forward(options.forwardTo, activity).then(async (forwarded) => {
-              const { accepted } = await deliveries.reportRelayResult({
-                subscriptionId: activity.subscriptionId,
-                jobId: forwarded.jobId,
-                attempt: forwarded.attempt,
-                statusCode: forwarded.statusCode ?? 0,
-                responseBody: forwarded.responseBody ?? "",
-                error: forwarded.error ?? "",
-                durationMs: forwarded.durationMs,
-              });
-              if (out.json) out.line(JSON.stringify({ ...forwarded, responseBody: undefined, recorded: accepted }));
-              else out.line(describe(out, forwarded) + (accepted ? "" : out.style("yellow", " (too late: not recorded)")));
-            });
-            inFlight.add(task);
-            void task
-              .catch((error: unknown) => out.note(`error: reporting the answer: ${(error as Error).message}`))
-              .finally(() => inFlight.delete(task));
-          }
-        } catch (error) {
-          if (!(stop.signal.aborted && ConnectError.from(error).code === Code.Canceled)) throw error;
-        } finally {
-          interrupt.removeEventListener("abort", onInterrupt);
-          await Promise.allSettled(inFlight);
-        }
+        await forwardUntilInterrupted(out, interrupt, relays, options.forwardTo, deliveries);
       } finally {
-        await removeTemporary();
+        failures = await removeTemporary();
       }
+      if (failures.length > 0)
+        throw new Error(
+          `could not remove the temporary relay subscription ${failures.join(", ")}; ` +
+            "the service removes one whose listener is gone for a minute, or: webhooks subscriptions delete <id>",
+        );
       if (!out.json) out.note(relays.some((relay) => relay.temporary) ? "stopped; temporary relay subscriptions removed" : "stopped");
     });
+}
+
+/**
+ * Watches the relays and forwards each relay request until Ctrl-C. When the
+ * service goes away (a restart), the watch is opened again: pending attempts
+ * are retried by the service, so nothing is lost meanwhile.
+ */
+async function forwardUntilInterrupted(
+  out: Output,
+  interrupt: AbortSignal,
+  relays: readonly Relay[],
+  forwardTo: string,
+  deliveries: Client<typeof DeliveryService>,
+): Promise<void> {
+  const inFlight = new Set<Promise<void>>();
+  let announced = false;
+  let away = false;
+  try {
+    for (;;) {
+      const stream = deliveries.watchDeliveries(
+        { relaySubscriptionIds: relays.map((relay) => relay.id), ...(relays.length === 1 ? { subscriptionId: relays[0]?.id } : {}) },
+        { signal: interrupt },
+      );
+      let ended: unknown;
+      try {
+        for await (const { activity } of stream) {
+          if (!activity) {
+            // The first message: the watch is in place, so nothing sent from now on is missed.
+            if (!announced) announce(out, relays, forwardTo);
+            else if (away) out.note("forwarding again");
+            announced = true;
+            away = false;
+            continue;
+          }
+          if (activity.kind !== DeliveryActivityKind.RELAY_REQUEST) continue;
+          const task = forward(forwardTo, activity).then(async (forwarded) => {
+            const { accepted } = await deliveries.reportRelayResult({
+              subscriptionId: activity.subscriptionId,
+              jobId: forwarded.jobId,
+              attempt: forwarded.attempt,
+              statusCode: forwarded.statusCode ?? 0,
+              responseBody: forwarded.responseBody ?? "",
+              error: forwarded.error ?? "",
+              durationMs: forwarded.durationMs,
+            });
+            if (out.json) out.line(JSON.stringify({ ...forwarded, responseBody: undefined, recorded: accepted }));
+            else out.line(describe(out, forwarded) + (accepted ? "" : out.style("yellow", " (too late: not recorded)")));
+          });
+          inFlight.add(task);
+          void task
+            .catch((error: unknown) => out.note(`error: reporting the answer: ${(error as Error).message}`))
+            .finally(() => inFlight.delete(task));
+        }
+      } catch (error) {
+        ended = error;
+      }
+      if (interrupt.aborted) return;
+      if (!announced || !serviceWentAway(ended)) throw ended ?? new Error("the service closed the stream before it was in place");
+      if (!away) out.note(out.style("yellow", `${whyEnded(ended)}; reconnecting (Ctrl-C to stop)`));
+      away = true;
+      if (!(await waitToReconnect(interrupt))) return;
+    }
+  } finally {
+    await Promise.allSettled(inFlight);
+  }
 }
 
 /** Once the watch is in place: the relays and the keys that verify their X-Signature. */

@@ -13,6 +13,7 @@ import { UsageError } from "../connection.js";
 import type { Output } from "../output.js";
 import type { Context } from "./context.js";
 import { parseTime } from "./deliveries.js";
+import { serviceWentAway, waitToReconnect, whyEnded } from "./reconnect.js";
 
 /** One activity as a line: time, event, job, what happened. */
 export function describeActivity(out: Output, activity: DeliveryActivity): string {
@@ -61,6 +62,10 @@ export function addTailCommand(program: Command, context: Context, interrupt: Ab
       const asAdmin = connection.available === "adminToken";
       if (options.client && !asAdmin) throw new UsageError("--client needs the admin token (and no API key)");
       let since = options.since ? parseTime(options.since, "--since") : undefined;
+      // Once the watch has been in place, the service going away (a restart) is waited out, and the watch
+      // opened again from the last activity seen: nothing is missed, and each outage is said once.
+      let watched = false;
+      let away = false;
       for (;;) {
         const request = {
           subscriptionId: options.subscription ?? "",
@@ -73,34 +78,44 @@ export function addTailCommand(program: Command, context: Context, interrupt: Ab
               .client(EventService, "adminToken")
               .watchAllDeliveries({ ...request, clientId: options.client ?? "" }, { signal: interrupt })
           : connection.client(DeliveryService, "apiKey").watchDeliveries(request, { signal: interrupt });
+        let ended: unknown;
         try {
-          let first = true;
           for await (const { activity } of stream) {
             if (!activity) {
               // On stderr in both modes: a script reading stdout can wait for it to know the watch is in place.
-              if (first) out.note(out.style("dim", `watching ${connection.url} (Ctrl-C to stop)`));
-              first = false;
+              if (!watched) out.note(out.style("dim", `watching ${connection.url} (Ctrl-C to stop)`));
+              else if (away) out.note(out.style("dim", `watching again${since ? ` from ${since.toISOString()}` : ""}`));
+              watched = true;
+              away = false;
               continue;
             }
             if (activity.occurredAt) since = timestampDate(activity.occurredAt);
             if (out.json) out.message(DeliveryActivitySchema, activity, true);
             else out.line(describeActivity(out, activity));
           }
-          return;
         } catch (error) {
-          if (interrupt.aborted) return;
-          // Fell behind: pick up again from the last activity seen; the replay fills the gap.
-          if (
-            !(
-              error instanceof ConnectError &&
-              error.code === Code.ResourceExhausted &&
-              error.rawMessage.startsWith("watcher cut off") &&
-              since
-            )
-          )
-            throw error;
-          out.note(out.style("yellow", `${error.rawMessage}; reconnecting from ${since.toISOString()}`));
+          ended = error;
         }
+        if (interrupt.aborted) return;
+        // Fell behind: pick up again from the last activity seen; the replay fills the gap.
+        if (
+          ended instanceof ConnectError &&
+          ended.code === Code.ResourceExhausted &&
+          ended.rawMessage.startsWith("watcher cut off") &&
+          since
+        ) {
+          out.note(out.style("yellow", `${ended.rawMessage}; reconnecting from ${since.toISOString()}`));
+          continue;
+        }
+        if (!watched || !serviceWentAway(ended)) {
+          if (ended === undefined) return;
+          throw ended;
+        }
+        if (!away) out.note(out.style("yellow", `${whyEnded(ended)}; reconnecting (Ctrl-C to stop)`));
+        away = true;
+        // From the moment it went away, when no activity was seen: what happens meanwhile is replayed.
+        since ??= new Date();
+        if (!(await waitToReconnect(interrupt))) return;
       }
     });
 }
