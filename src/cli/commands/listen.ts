@@ -109,7 +109,7 @@ export function addListenCommand(program: Command, context: Context, interrupt: 
       if (failures.length > 0)
         throw new Error(
           `could not remove the temporary relay subscription ${failures.join(", ")}; ` +
-            "the service removes one whose listener is gone for a minute, or: webhooks subscriptions delete <id>",
+            "remove it once the service answers: webhooks subscriptions delete <id>",
         );
       if (!out.json) out.note(relays.some((relay) => relay.temporary) ? "stopped; temporary relay subscriptions removed" : "stopped");
     });
