@@ -36,6 +36,7 @@ const BAD: Array<[string, string]> = [
   ["RATE_LIMIT_BURST", "-5"],
   ["AUTH_FAILURES_PER_MINUTE", "lots"],
   ["AUTO_DISABLE_AFTER", "never"],
+  ["FAILING_NOTICE_AFTER", "soon"],
   ["KEY_ROTATION_GRACE", "a fortnight"],
   ["ALLOW_PRIVATE_TARGETS", "maybe"],
   ["ALLOW_HTTP_TARGETS", "perhaps"],
