@@ -109,6 +109,10 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX IF NOT EXISTS wh_delivery_jobs_due_order_idx ON wh_delivery_jobs (next_run_at, id) WHERE locked_at IS NULL;
    DROP INDEX IF EXISTS wh_delivery_jobs_due_idx;
    CREATE INDEX IF NOT EXISTS wh_delivery_jobs_locked_idx ON wh_delivery_jobs (locked_at) WHERE locked_at IS NOT NULL;`,
+  // Each client's own limits (NULL: the service's), and the retention purge's way through each client's
+  // notifications, oldest first (notifications.ts). created_at never changes: status updates stay HOT.
+  `ALTER TABLE wh_clients ADD COLUMN retention_ms bigint, ADD COLUMN max_subscriptions integer;
+   CREATE INDEX wh_notifications_client_created_idx ON wh_notifications (client_id, created_at, id);`,
 ];
 
 /** Brings the schema up to date; `migrations` other than all of them only to build an older schema in a test. */
