@@ -22,6 +22,7 @@ import { EventCatalog } from "./domain/event-catalog.js";
 import { KeySealer } from "./domain/key-sealing.js";
 import { Notifications } from "./domain/notifications.js";
 import { RelayAnswers } from "./domain/relay.js";
+import { RetentionPurge } from "./domain/retention.js";
 import { Subscriptions } from "./domain/subscriptions.js";
 import { ActivityFeed } from "./live/activity-feed.js";
 import { createActivityChannel } from "./live/create-activity-channel.js";
@@ -148,6 +149,7 @@ async function startOn(
       signingKeyBits: config.signingKeyBits,
       rotationGraceMs: config.keyRotationGraceMs,
       sealer,
+      maxSubscriptionsPerClient: config.maxSubscriptionsPerClient,
     });
     const notifications = new Notifications({
       store: opened.store.notifications,
@@ -161,6 +163,14 @@ async function startOn(
 
     await engine.start();
     await feed.start((result) => relay.settle(result));
+    const retention = new RetentionPurge({
+      store: opened.store.notifications,
+      clients: opened.store.clients,
+      retentionMs: config.retentionMs,
+      observer: metrics ?? { purged: () => {}, oldestKept: () => {} },
+      onError: (err) => log.warn({ err }, "a retention purge failed; the next one tries again"),
+    });
+    retention.start();
     const watches = new DeliveryWatches({
       feed,
       clients: opened.store.clients,
@@ -220,6 +230,7 @@ async function startOn(
           closing.abort();
           // Live watches never end by themselves: end them, or closing the port waits out its grace.
           await feed.stop();
+          await retention.stop();
           await listener.close(config.shutdownGraceMs);
           await engine.stop(config.shutdownGraceMs, () => shutdown.abort());
           await sender.close();

@@ -36,6 +36,8 @@ const BAD: Array<[string, string]> = [
   ["AUTH_FAILURES_PER_MINUTE", "lots"],
   ["AUTO_DISABLE_AFTER", "never"],
   ["KEY_ROTATION_GRACE", "a fortnight"],
+  ["RETENTION", "500ms"],
+  ["MAX_SUBSCRIPTIONS_PER_CLIENT", "0"],
   ["ALLOW_PRIVATE_TARGETS", "maybe"],
   ["ALLOW_HTTP_TARGETS", "perhaps"],
   ["SIGNING_KEY_BITS", "1024"],

@@ -5,6 +5,7 @@ import {
   DomainError,
   NotFoundError,
   PermissionDeniedError,
+  QuotaExceededError,
   StoreUnavailableError,
   UnauthenticatedError,
   ValidationError,
@@ -20,6 +21,7 @@ const CODES: ReadonlyArray<[new (...args: never[]) => DomainError, Code]> = [
   [PermissionDeniedError, Code.PermissionDenied],
   [NotFoundError, Code.NotFound],
   [ConflictError, Code.AlreadyExists],
+  [QuotaExceededError, Code.ResourceExhausted],
   [StoreUnavailableError, Code.Unavailable],
   [WatcherTooSlowError, Code.ResourceExhausted],
 ];

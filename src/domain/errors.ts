@@ -34,6 +34,9 @@ export class NotFoundError extends DomainError {}
 /** The resource exists already or the state forbids the change. */
 export class ConflictError extends DomainError {}
 
+/** A quota is used up: nothing was written; freeing some (or a higher quota) lets the call succeed. */
+export class QuotaExceededError extends DomainError {}
+
 /** The store can't be reached right now (connection lost or refused): nothing was done; retrying later can work. */
 export class StoreUnavailableError extends DomainError {}
 

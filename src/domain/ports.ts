@@ -50,7 +50,8 @@ export interface SubscriptionStore {
   insert(subscription: Subscription): Promise<void>;
   /**
    * Inserts it unless its client holds a subscription to the same event and
-   * URL already, or as many as its quota (the client's own, else
+   * URL with the same signature scheme already (subscribing again with
+   * another scheme is how a URL switches schemes), or as many as its quota (the client's own, else
    * `defaultQuota`). Two inserts at once never both pass a check that one
    * alone would fail.
    */

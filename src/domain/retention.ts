@@ -1,5 +1,5 @@
 import { ValidationError } from "./errors.js";
-import type { NotificationStore } from "./ports.js";
+import type { ClientStore, NotificationStore } from "./ports.js";
 
 /** The shortest retention accepted, the service's or a client's. */
 export const MIN_RETENTION_MS = 1_000;
@@ -18,9 +18,9 @@ export function checkRetention(ms: number, field: string): number {
 }
 
 /**
- * How long between purges: a minute, or half the retention when that is
- * shorter (at least a second), so that a notification outlives its
- * retention by at most a minute.
+ * How long between purges: a minute, or half the shortest retention (the
+ * service's or a client's) when that is shorter, at least a second; so a
+ * notification outlives its retention by at most a minute, or by half of it.
  */
 export function purgeIntervalMs(retentionMs: number): number {
   return Math.min(60_000, Math.max(1_000, Math.floor(retentionMs / 2)));
@@ -34,6 +34,8 @@ export interface RetentionObserver {
 
 export interface RetentionPurgeDeps {
   store: Pick<NotificationStore, "purgeEnded" | "oldestCreatedAt">;
+  /** Read each round for the shortest retention, which sets when the next round runs. */
+  clients: Pick<ClientStore, "list">;
   /** The service's retention (RETENTION); a client's own overrides it. */
   retentionMs: number;
   observer: RetentionObserver;
@@ -43,7 +45,7 @@ export interface RetentionPurgeDeps {
 
 /**
  * Deletes ended notifications past their retention, with their attempts,
- * every `purgeIntervalMs`: a round deletes `PURGE_BATCH` at a time until a
+ * every `purgeIntervalMs` of the shortest retention: a round deletes `PURGE_BATCH` at a time until a
  * batch finds fewer, each batch a statement of its own, so deliveries' own
  * statements run between them and nothing is held for the whole round.
  * Pending notifications are never deleted. Several instances may purge one
@@ -54,9 +56,12 @@ export class RetentionPurge {
   #timer: NodeJS.Timeout | undefined;
   #round: Promise<void> | undefined;
   #stopped = false;
+  /** The shortest retention the last round saw. */
+  #shortestMs: number;
 
   constructor(deps: RetentionPurgeDeps) {
     this.#deps = deps;
+    this.#shortestMs = deps.retentionMs;
   }
 
   start(): void {
@@ -82,6 +87,8 @@ export class RetentionPurge {
       await new Promise((resolve) => setImmediate(resolve));
     }
     observer.oldestKept(await store.oldestCreatedAt());
+    const own = (await this.#deps.clients.list()).map((client) => client.retentionMs ?? retentionMs);
+    this.#shortestMs = Math.min(retentionMs, ...own);
   }
 
   #schedule(delayMs: number): void {
@@ -91,7 +98,7 @@ export class RetentionPurge {
         .catch(this.#deps.onError)
         .finally(() => {
           this.#round = undefined;
-          this.#schedule(purgeIntervalMs(this.#deps.retentionMs));
+          this.#schedule(purgeIntervalMs(this.#shortestMs));
         });
     }, delayMs);
     this.#timer.unref();

@@ -127,16 +127,18 @@ export function limitsContract(test: TestFn, name: string, open: () => Promise<C
     });
     const otherEvent = subscriptionRecord(owner.id, { url: "https://example.com/a", event: "Order.Shipped" });
     t.deepEqual(await subscriptions.insertWithinQuota(otherEvent, 3), { inserted: true }, "another event to the same URL");
+    const otherScheme = subscriptionRecord(owner.id, { url: "https://example.com/a", signatureScheme: "STANDARD_WEBHOOKS" });
+    t.deepEqual(await subscriptions.insertWithinQuota(otherScheme, 3), { inserted: true }, "the same with another scheme");
 
     // Five at once for the one place left: exactly one gets it.
     const racing = Array.from({ length: 5 }, (_, i) => subscriptionRecord(owner.id, { url: `https://example.com/r${i}` }));
-    const outcomes = await Promise.all(racing.map((s) => subscriptions.insertWithinQuota(s, 3)));
+    const outcomes = await Promise.all(racing.map((s) => subscriptions.insertWithinQuota(s, 4)));
     // Without transactions (MongoDB) both of two at once may be refused; never both kept.
     const winners = outcomes.filter((o) => o.inserted).length;
     if (name === "mongodb") t.true(winners <= 1, JSON.stringify(outcomes));
     else t.is(winners, 1, JSON.stringify(outcomes));
-    t.true(outcomes.filter((o) => !o.inserted).every((o) => "quota" in o && o.quota === 3));
-    t.true((await subscriptions.listByClient(owner.id, 100)).length <= 3);
+    t.true(outcomes.filter((o) => !o.inserted).every((o) => "quota" in o && o.quota === 4));
+    t.true((await subscriptions.listByClient(owner.id, 100)).length <= 4);
 
     // Its own quota wins over the service's.
     await clients.setLimits(owner.id, { maxSubscriptions: 10 });

@@ -101,10 +101,18 @@ export class MongoSubscriptionStore implements SubscriptionStore {
     return after;
   }
 
-  /** Why `s` may not be (or stay) inserted: another to its event and URL, or its client's quota used up. */
+  /** Why `s` may not be (or stay) inserted: another to its event and URL with its scheme, or its client's quota used up. */
   async #refusal(s: Subscription, quota: number, inserted: boolean): Promise<QuotaInsert | undefined> {
     const [same] = await this.subscriptions
-      .find({ clientId: s.clientId, url: s.url, event: s.event, _id: { $ne: s.id } })
+      // A document without a scheme is RSA_SHA256's (toSubscription).
+      .find({
+        clientId: s.clientId,
+        url: s.url,
+        event: s.event,
+        signatureScheme:
+          s.signatureScheme === "RSA_SHA256" ? { $nin: ["STANDARD_WEBHOOKS", "STANDARD_WEBHOOKS_ED25519"] } : s.signatureScheme,
+        _id: { $ne: s.id },
+      })
       .sort({ createdAt: 1, _id: 1 })
       .limit(1)
       .project<{ _id: string }>({ _id: 1 })

@@ -138,8 +138,9 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
       const quota = owner[0]?.quota;
       if (quota === undefined) throw new Error(`subscription ${s.id}: client ${s.clientId} does not exist`);
       const { rows: same } = await connection.query<{ id: string }>(
-        "SELECT id FROM wh_subscriptions WHERE client_id = $1 AND url = $2 AND event = $3 ORDER BY created_at, id LIMIT 1",
-        [s.clientId, s.url, s.event],
+        `SELECT id FROM wh_subscriptions WHERE client_id = $1 AND url = $2 AND event = $3 AND signature_scheme = $4
+         ORDER BY created_at, id LIMIT 1`,
+        [s.clientId, s.url, s.event, s.signatureScheme],
       );
       if (same[0]) return { inserted: false, duplicateOf: same[0].id };
       const { rows: held } = await connection.query<{ count: number }>(
