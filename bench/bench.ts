@@ -29,7 +29,7 @@ import { type Figure, summary, verdicts } from "./targets.js";
 const quick = process.argv.includes("--quick");
 /**
  * `--only=a` runs the throughput scenario alone (for profiling); `a-ed25519` (the same with Ed25519
- * subscriptions), `b`, `c`, `d`, `e` or `f` another one; `--only=a,a-ed25519` several.
+ * subscriptions), `b`, `c`, `d`, `e`, `f` or `r` (retention) another one; `--only=a,a-ed25519` several.
  */
 const only = process.argv
   .find((a) => a.startsWith("--only="))
@@ -691,6 +691,33 @@ async function runStore(
       });
       report({ store, figure: "(f) p99 added by the hung endpoint", value: beside.p99 - alone.p99, unit: "ms", key: "f.added" });
       report({ store, figure: "(f) lost", value: alone.lost + beside.lost, unit: "", key: "lost" });
+    }
+    if (runs("r")) {
+      // (r) retention: a steady rate for a client keeping its notifications 10 s; the store's size
+      // over time, which levels off once the purge deletes as many as arrive.
+      const seconds = quick ? 40 : 90;
+      const rateR = 100;
+      phase(store, `(r) retention: ${rateR}/s for ${seconds} s, kept 10 s; the store's size every 10 s`);
+      const kept = await json(base, "POST", "/api/internal/clients", { name: "bench-retention", retention: "10s" }, ADMIN);
+      const keptId = (kept.client as { id: string }).id;
+      receiver.send({ type: "reset" });
+      await subscribe("Bench.Retention", 1, "t", { apiKey: (kept.apiKey as { key: string }).key });
+      const sizes: number[] = [await storeSize()];
+      for (let elapsed = 0; elapsed < seconds; elapsed += 10) {
+        await publish("Bench.Retention", rateR * 10, rateR, 16, keptId);
+        sizes.push(await storeSize());
+      }
+      const mb = (bytes: number) => Math.round(bytes / 1e5) / 10;
+      const half = Math.floor(sizes.length / 2);
+      const grew = (from: number, to: number) => mb((sizes[to] ?? 0) - (sizes[from] ?? 0));
+      report({ store, figure: "(r) store size every 10 s", note: `${sizes.map(mb).join(", ")} MB`, value: mb(sizes.at(-1) ?? 0), unit: "MB" });
+      report({ store, figure: "(r) store growth, first half", value: grew(0, half), unit: "MB" });
+      report({ store, figure: "(r) store growth, second half (levelled off: near 0)", value: grew(half, sizes.length - 1), unit: "MB" });
+      if (metricsOn) {
+        const text = await (await fetch(`${base}/metrics`)).text();
+        const deleted = metricOf(text, 'webhook_retention_deleted_rows_total\\{table="notifications"\\}');
+        report({ store, figure: "(r) notifications purged", value: Number(deleted ?? Number.NaN), unit: "" });
+      }
     }
     if (!runs("d")) return;
     // (d) backlog: notifications accepted and held pending
