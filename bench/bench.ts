@@ -710,7 +710,13 @@ async function runStore(
       const mb = (bytes: number) => Math.round(bytes / 1e5) / 10;
       const half = Math.floor(sizes.length / 2);
       const grew = (from: number, to: number) => mb((sizes[to] ?? 0) - (sizes[from] ?? 0));
-      report({ store, figure: "(r) store size every 10 s", note: `${sizes.map(mb).join(", ")} MB`, value: mb(sizes.at(-1) ?? 0), unit: "MB" });
+      report({
+        store,
+        figure: "(r) store size every 10 s",
+        note: `${sizes.map(mb).join(", ")} MB`,
+        value: mb(sizes.at(-1) ?? 0),
+        unit: "MB",
+      });
       report({ store, figure: "(r) store growth, first half", value: grew(0, half), unit: "MB" });
       report({ store, figure: "(r) store growth, second half (levelled off: near 0)", value: grew(half, sizes.length - 1), unit: "MB" });
       if (metricsOn) {

@@ -1,4 +1,13 @@
-import type { ApiKeyRecord, Client, ClientLimitChanges, DeliveryAttempt, EventType, Notification, NotificationStatus, Subscription } from "./model.js";
+import type {
+  ApiKeyRecord,
+  Client,
+  ClientLimitChanges,
+  DeliveryAttempt,
+  EventType,
+  Notification,
+  NotificationStatus,
+  Subscription,
+} from "./model.js";
 
 /**
  * The storage port. Each adapter (PostgreSQL/PGlite, MongoDB) implements it

@@ -95,7 +95,9 @@ export class Subscriptions {
     };
     const outcome = await this.deps.store.insertWithinQuota(subscription, this.deps.maxSubscriptionsPerClient);
     if ("duplicateOf" in outcome) {
-      throw new ConflictError(`subscription ${outcome.duplicateOf} already sends ${event} to this url with this signature scheme; use it, or delete it first`);
+      throw new ConflictError(
+        `subscription ${outcome.duplicateOf} already sends ${event} to this url with this signature scheme; use it, or delete it first`,
+      );
     }
     if ("quota" in outcome) {
       throw new QuotaExceededError(

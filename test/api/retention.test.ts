@@ -103,7 +103,13 @@ test("a client's limits are set at creation and changed by the admin API, and ba
     await store.cleanup();
   });
   const base = running.baseUrl;
-  const created = await rest(base, "POST", "/api/internal/clients", { name: "Limited", retention: "604800s", maxSubscriptions: 5 }, adminAuth);
+  const created = await rest(
+    base,
+    "POST",
+    "/api/internal/clients",
+    { name: "Limited", retention: "604800s", maxSubscriptions: 5 },
+    adminAuth,
+  );
   t.is(created.status, 200, created.text);
   const { id } = created.json.client as { id: string };
   t.like(created.json.client, { retention: "604800s", maxSubscriptions: 5 });
@@ -113,7 +119,10 @@ test("a client's limits are set at creation and changed by the admin API, and ba
   t.like(patched.json, { id, retention: "604800s" });
   t.is(patched.json.maxSubscriptions ?? 0, 0, "0 returns it to the service's");
   const listed = await rest(base, "GET", "/api/internal/clients", undefined, adminAuth);
-  t.like((listed.json.clients as Array<{ id: string }>).find((c) => c.id === id), { retention: "604800s" });
+  t.like(
+    (listed.json.clients as Array<{ id: string }>).find((c) => c.id === id),
+    { retention: "604800s" },
+  );
 
   for (const [body, field] of [
     [{ retention: "0.5s" }, /retention must be from 1s to 36500d/],

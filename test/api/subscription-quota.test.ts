@@ -50,7 +50,9 @@ for (const target of storeTargets()) {
     // Creates at once: never past the quota, and one of identical ones.
     const racer = await createClient(base, "Racer");
     const racing = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => rest(base, "POST", BASE, { event: "Order.Created", url: `http://127.0.0.1:9/r${i}` }, racer.auth)),
+      Array.from({ length: 8 }, (_, i) =>
+        rest(base, "POST", BASE, { event: "Order.Created", url: `http://127.0.0.1:9/r${i}` }, racer.auth),
+      ),
     );
     t.is(racing.filter((answer) => answer.status === 200).length, 3, racing.map((answer) => answer.status).join(","));
     t.true(racing.filter((answer) => answer.status !== 200).every((answer) => answer.status === 429));

@@ -53,46 +53,49 @@ export function limitsContract(test: TestFn, name: string, open: () => Promise<C
     t.is(await clients.setLimits(newId("cli"), { retentionMs: DAY }), undefined);
   });
 
-  test.serial(`${name}: the purge deletes ended notifications past their client's retention, with their attempts, and nothing pending`, async (t) => {
-    const store = await open();
-    const { clients, subscriptions, notifications } = store;
-    const plain = await clients.ensureWithKey("retention default", newId("cli"));
-    const keeper = await clients.ensureWithKey("retention longer", newId("cli"));
-    await clients.setLimits(keeper.id, { retentionMs: 30 * DAY });
-    const ofPlain = subscriptionRecord(plain.id);
-    const ofKeeper = subscriptionRecord(keeper.id);
-    const doomed = subscriptionRecord(plain.id, { event: "Order.Shipped" });
-    for (const s of [ofPlain, ofKeeper, doomed]) await subscriptions.insert(s);
+  test.serial(
+    `${name}: the purge deletes ended notifications past their client's retention, with their attempts, and nothing pending`,
+    async (t) => {
+      const store = await open();
+      const { clients, subscriptions, notifications } = store;
+      const plain = await clients.ensureWithKey("retention default", newId("cli"));
+      const keeper = await clients.ensureWithKey("retention longer", newId("cli"));
+      await clients.setLimits(keeper.id, { retentionMs: 30 * DAY });
+      const ofPlain = subscriptionRecord(plain.id);
+      const ofKeeper = subscriptionRecord(keeper.id);
+      const doomed = subscriptionRecord(plain.id, { event: "Order.Shipped" });
+      for (const s of [ofPlain, ofKeeper, doomed]) await subscriptions.insert(s);
 
-    const delivered = await made(store, ofPlain, 1, "delivered");
-    const failed = await made(store, ofPlain, 2, "failed");
-    const pending = await made(store, ofPlain, 1, "pending");
-    const recent = await made(store, ofPlain, 9, "delivered");
-    const kept = await made(store, ofKeeper, 1, "delivered");
-    // Its subscription deleted: failed at once, while its job is still to run out.
-    const orphaned = notificationOf(doomed, at(1));
-    await accept(store.jobs, [orphaned]);
-    await subscriptions.delete(doomed.id);
-    t.is((await notifications.get(orphaned.id))?.status, "failed");
+      const delivered = await made(store, ofPlain, 1, "delivered");
+      const failed = await made(store, ofPlain, 2, "failed");
+      const pending = await made(store, ofPlain, 1, "pending");
+      const recent = await made(store, ofPlain, 9, "delivered");
+      const kept = await made(store, ofKeeper, 1, "delivered");
+      // Its subscription deleted: failed at once, while its job is still to run out.
+      const orphaned = notificationOf(doomed, at(1));
+      await accept(store.jobs, [orphaned]);
+      await subscriptions.delete(doomed.id);
+      t.is((await notifications.get(orphaned.id))?.status, "failed");
 
-    // Retention 5 days on 10 January 2020: what ended before the 5th goes.
-    const now = at(10);
-    const counts = await notifications.purgeEnded(now, 5 * DAY, 100);
-    t.deepEqual(counts, { notifications: 2, attempts: 2 });
-    t.is(await notifications.get(delivered.id), undefined);
-    t.is(await notifications.get(failed.id), undefined);
-    t.deepEqual(await notifications.listAttempts(delivered.id), []);
-    for (const n of [pending, recent, kept, orphaned]) t.truthy(await notifications.get(n.id), n.id);
-    t.is((await notifications.listAttempts(pending.id)).length, 1, "a pending one keeps its attempts");
-    t.deepEqual(await notifications.purgeEnded(now, 5 * DAY, 100), { notifications: 0, attempts: 0 });
-    t.true(((await notifications.oldestCreatedAt())?.getTime() ?? Infinity) <= at(1).getTime());
+      // Retention 5 days on 10 January 2020: what ended before the 5th goes.
+      const now = at(10);
+      const counts = await notifications.purgeEnded(now, 5 * DAY, 100);
+      t.deepEqual(counts, { notifications: 2, attempts: 2 });
+      t.is(await notifications.get(delivered.id), undefined);
+      t.is(await notifications.get(failed.id), undefined);
+      t.deepEqual(await notifications.listAttempts(delivered.id), []);
+      for (const n of [pending, recent, kept, orphaned]) t.truthy(await notifications.get(n.id), n.id);
+      t.is((await notifications.listAttempts(pending.id)).length, 1, "a pending one keeps its attempts");
+      t.deepEqual(await notifications.purgeEnded(now, 5 * DAY, 100), { notifications: 0, attempts: 0 });
+      t.true(((await notifications.oldestCreatedAt())?.getTime() ?? Infinity) <= at(1).getTime());
 
-    // A shorter retention of its own reaches further; 0 of a limit deletes nothing.
-    await clients.setLimits(keeper.id, { retentionMs: DAY });
-    t.deepEqual(await notifications.purgeEnded(now, 5 * DAY, 0), { notifications: 0, attempts: 0 });
-    t.deepEqual(await notifications.purgeEnded(now, 5 * DAY, 100), { notifications: 1, attempts: 1 });
-    t.is(await notifications.get(kept.id), undefined);
-  });
+      // A shorter retention of its own reaches further; 0 of a limit deletes nothing.
+      await clients.setLimits(keeper.id, { retentionMs: DAY });
+      t.deepEqual(await notifications.purgeEnded(now, 5 * DAY, 0), { notifications: 0, attempts: 0 });
+      t.deepEqual(await notifications.purgeEnded(now, 5 * DAY, 100), { notifications: 1, attempts: 1 });
+      t.is(await notifications.get(kept.id), undefined);
+    },
+  );
 
   test.serial(`${name}: purges at once delete each notification once, a batch at a time`, async (t) => {
     const store = await open();
