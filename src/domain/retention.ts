@@ -7,7 +7,7 @@ export const MIN_RETENTION_MS = 1_000;
 export const MAX_RETENTION_MS = 36_500 * 86_400_000;
 
 /** Notifications one purge statement deletes at most: on the embedded store, a few milliseconds of its one session. */
-export const PURGE_BATCH = 200;
+export const PURGE_BATCH = 100;
 
 /** A retention, checked (from 1 s to a hundred years) and in whole milliseconds. */
 export function checkRetention(ms: number, field: string): number {
