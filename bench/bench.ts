@@ -29,7 +29,7 @@ import { type Figure, summary, verdicts } from "./targets.js";
 const quick = process.argv.includes("--quick");
 /**
  * `--only=a` runs the throughput scenario alone (for profiling); `a-ed25519` (the same with Ed25519
- * subscriptions), `b`, `c`, `d`, `e` or `f` another one; `--only=a,a-ed25519` several.
+ * subscriptions), `b`, `c`, `d`, `e`, `f` or `r` (retention) another one; `--only=a,a-ed25519` several.
  */
 const only = process.argv
   .find((a) => a.startsWith("--only="))
@@ -292,9 +292,11 @@ async function mainThreadSince(pid: number | undefined, since?: { at: number; ru
   return { now, text: `; main thread on a CPU ${share(now.run - since.run)} %, waiting for one ${share(now.wait - since.wait)} %` };
 }
 
-async function directorySize(path: string): Promise<number> {
+/** The bytes of the files under `path`; with `withoutWal`, those of the write-ahead log (`pg_wal`) left out. */
+async function directorySize(path: string, withoutWal = false): Promise<number> {
   let total = 0;
   for (const entry of await readdir(path, { withFileTypes: true, recursive: true })) {
+    if (withoutWal && entry.parentPath.split("/").includes("pg_wal")) continue;
     if (entry.isFile()) total += (await stat(join(entry.parentPath, entry.name))).size;
   }
   return total;
@@ -308,7 +310,8 @@ async function rss(pid: number): Promise<number> {
 async function runStore(
   store: string,
   env: Record<string, string>,
-  storeSize: () => Promise<number>,
+  /** The store's bytes; `withoutWal`: its tables and indexes alone (PostgreSQL's figure never counts its log). */
+  storeSize: (withoutWal?: boolean) => Promise<number>,
   /** CPU time the store's server processes serving this run used (PostgreSQL's backends); NaN when the store runs in the service. */
   storeCpuMs: () => Promise<number>,
   receiver: ChildProcess,
@@ -338,6 +341,8 @@ async function runStore(
         ALLOW_HTTP_TARGETS: "true",
         RETRY_SCHEDULE: "1s,2s,4s,8s,16s",
         RATE_LIMIT_PER_SECOND: "0",
+        // The bench's one client subscribes far more than a client may by default.
+        MAX_SUBSCRIPTIONS_PER_CLIENT: "1000000",
         LOG_LEVEL: "warn",
         // The backlog scenario leaves requests hanging on purpose: don't wait for them at the end.
         SHUTDOWN_GRACE_MS: "1000",
@@ -692,6 +697,44 @@ async function runStore(
       report({ store, figure: "(f) p99 added by the hung endpoint", value: beside.p99 - alone.p99, unit: "ms", key: "f.added" });
       report({ store, figure: "(f) lost", value: alone.lost + beside.lost, unit: "", key: "lost" });
     }
+    if (runs("r")) {
+      // (r) retention: a steady rate for a client keeping its notifications 10 s; the store's size
+      // over time levels off once the purge deletes as many as arrive. The purge takes up a new
+      // client's shorter retention at its next round, within a minute: the last third is the measure.
+      const seconds = quick ? 90 : 120;
+      const rateR = 100;
+      phase(store, `(r) retention: ${rateR}/s for ${seconds} s, kept 10 s; the store's size every 10 s`);
+      const kept = await json(base, "POST", "/api/internal/clients", { name: "bench-retention", retention: "10s" }, ADMIN);
+      const keptId = (kept.client as { id: string }).id;
+      receiver.send({ type: "reset" });
+      await subscribe("Bench.Retention", 1, "t", { apiKey: (kept.apiKey as { key: string }).key });
+      // Without the write-ahead log, whose segments come and go by checkpoints, not by what is kept.
+      const sizes: number[] = [await storeSize(true)];
+      for (let elapsed = 0; elapsed < seconds; elapsed += 10) {
+        await publish("Bench.Retention", rateR * 10, rateR, 16, keptId);
+        sizes.push(await storeSize(true));
+      }
+      const mb = (bytes: number) => Math.round(bytes / 1e5) / 10;
+      const lastThird = sizes.length - 1 - Math.floor((sizes.length - 1) / 3);
+      report({
+        store,
+        figure: "(r) store size every 10 s",
+        note: `${sizes.map(mb).join(", ")} MB`,
+        value: mb(sizes.at(-1) ?? 0),
+        unit: "MB",
+      });
+      report({
+        store,
+        figure: "(r) store growth over the last third (levelled off: near 0)",
+        value: mb((sizes.at(-1) ?? 0) - (sizes[lastThird] ?? 0)),
+        unit: "MB",
+      });
+      if (metricsOn) {
+        const text = await (await fetch(`${base}/metrics`)).text();
+        const deleted = metricOf(text, 'webhook_retention_deleted_rows_total\\{table="notifications"\\}');
+        report({ store, figure: "(r) notifications purged", value: Number(deleted ?? Number.NaN), unit: "" });
+      }
+    }
     if (!runs("d")) return;
     // (d) backlog: notifications accepted and held pending
     phase(store, `(d) backlog: ${SIZE.backlog} notifications accepted and held pending`);
@@ -793,7 +836,12 @@ async function main() {
   const stores: Array<
     [
       string,
-      () => Promise<{ env: Record<string, string>; size: () => Promise<number>; cpu: () => Promise<number>; done: () => Promise<void> }>,
+      () => Promise<{
+        env: Record<string, string>;
+        size: (withoutWal?: boolean) => Promise<number>;
+        cpu: () => Promise<number>;
+        done: () => Promise<void>;
+      }>,
     ]
   > = [
     [
@@ -802,7 +850,7 @@ async function main() {
         const dir = await mkdtemp(join(tmpdir(), "wh-bench-"));
         return {
           env: { DATA_DIR: dir },
-          size: () => directorySize(dir),
+          size: (withoutWal?: boolean) => directorySize(dir, withoutWal),
           cpu: async () => Number.NaN,
           done: () => rm(dir, { recursive: true, force: true }),
         };

@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { DEFAULT_CATALOG } from "./domain/default-catalog.js";
 import { type EventTypeDefinition, parseCatalog } from "./domain/event-catalog.js";
 import { parseMasterKey } from "./domain/key-sealing.js";
+import { checkRetention } from "./domain/retention.js";
 import { DEFAULT_RETRY_SCHEDULE, parseDuration, parseRetrySchedule, type RetryPolicy } from "./domain/retry-policy.js";
 import type { StoreConfig } from "./store/open-store.js";
 
@@ -52,6 +53,10 @@ export interface Config {
   propagateTraceContext: boolean;
   /** Activities a live watcher may fall behind by before it is cut off. */
   watcherBufferSize: number;
+  /** How long delivered and failed notifications are kept (a client may have its own). */
+  retentionMs: number;
+  /** Subscriptions a client may hold (a client may have its own quota). */
+  maxSubscriptionsPerClient: number;
 }
 
 export interface TracingConfig {
@@ -114,6 +119,15 @@ function duration(env: Env, name: string, fallback: string): number {
     return parseDuration(env[name] || fallback);
   } catch (error) {
     throw new ConfigError(`${name}: ${(error as Error).message}`);
+  }
+}
+
+function retention(env: Env): number {
+  const ms = duration(env, "RETENTION", "30d");
+  try {
+    return checkRetention(ms, "RETENTION");
+  } catch (error) {
+    throw new ConfigError(`${(error as Error).message}, got ${JSON.stringify(env.RETENTION)}`);
   }
 }
 
@@ -252,5 +266,7 @@ export function loadConfig(env: Env): Config {
     ...tracing(env),
     propagateTraceContext: boolean(env, "PROPAGATE_TRACE_CONTEXT", false),
     watcherBufferSize: integer(env, "WATCHER_BUFFER_SIZE", 1000, 1, 1_000_000),
+    retentionMs: retention(env),
+    maxSubscriptionsPerClient: integer(env, "MAX_SUBSCRIPTIONS_PER_CLIENT", 100, 1, 1_000_000),
   };
 }

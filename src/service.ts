@@ -23,6 +23,7 @@ import { KeySealer } from "./domain/key-sealing.js";
 import { Notifications } from "./domain/notifications.js";
 import { OPERATIONAL_EVENT_TYPES, OperationalEvents } from "./domain/operational-events.js";
 import { RelayAnswers } from "./domain/relay.js";
+import { RetentionPurge } from "./domain/retention.js";
 import { Subscriptions } from "./domain/subscriptions.js";
 import { ActivityFeed } from "./live/activity-feed.js";
 import { createActivityChannel } from "./live/create-activity-channel.js";
@@ -169,6 +170,7 @@ async function startOn(
       signingKeyBits: config.signingKeyBits,
       rotationGraceMs: config.keyRotationGraceMs,
       sealer,
+      maxSubscriptionsPerClient: config.maxSubscriptionsPerClient,
     });
     const notifications = new Notifications({
       store: opened.store.notifications,
@@ -185,6 +187,14 @@ async function startOn(
     // Rotations entering their last hour are told within a few poll periods (10 s by default).
     operational.start(Math.min(60_000, 10 * config.schedulerPollMs));
     await feed.start((result) => relay.settle(result));
+    const retention = new RetentionPurge({
+      store: opened.store.notifications,
+      clients: opened.store.clients,
+      retentionMs: config.retentionMs,
+      observer: metrics ?? { purged: () => {}, oldestKept: () => {} },
+      onError: (err) => log.warn({ err }, "a retention purge failed; the next one tries again"),
+    });
+    retention.start();
     const watches = new DeliveryWatches({
       feed,
       clients: opened.store.clients,
@@ -245,6 +255,7 @@ async function startOn(
           operational.stop();
           // Live watches never end by themselves: end them, or closing the port waits out its grace.
           await feed.stop();
+          await retention.stop();
           await listener.close(config.shutdownGraceMs);
           await engine.stop(config.shutdownGraceMs, () => shutdown.abort());
           await sender.close();

@@ -9,6 +9,9 @@ test("defaults: embedded PGlite under ./data on port 8080, strict targets", (t) 
   t.false(config.allowHttpTargets);
   t.is(config.retryPolicy.delaysMs.length, 5);
   t.is(config.deliveryTimeoutMs, 15_000);
+  t.is(config.retentionMs, 30 * 86_400_000);
+  t.is(config.maxSubscriptionsPerClient, 100);
+  t.is(loadConfig({ RETENTION: "1s" }).retentionMs, 1_000, "a second is the shortest");
 });
 
 const SIGNING_MASTER_KEY = "ab".repeat(32);
@@ -40,6 +43,9 @@ test("bad settings name the variable", (t) => {
   t.throws(() => loadConfig({ BOOTSTRAP_API_KEY: "short" }), { message: /at least 16/ });
   t.throws(() => loadConfig({ EVENT_CATALOG_FILE: "/nonexistent.json" }), { message: /EVENT_CATALOG_FILE/ });
   t.throws(() => loadConfig({ AUTH_FAILURES_PER_MINUTE: "lots" }), { message: /AUTH_FAILURES_PER_MINUTE must be an integer/ });
+  t.throws(() => loadConfig({ RETENTION: "a month" }), { message: /RETENTION: not a duration/ });
+  t.throws(() => loadConfig({ RETENTION: "999ms" }), { message: /RETENTION must be from 1s to 36500d, got "999ms"/ });
+  t.throws(() => loadConfig({ MAX_SUBSCRIPTIONS_PER_CLIENT: "0" }), { message: /MAX_SUBSCRIPTIONS_PER_CLIENT must be an integer from 1/ });
   t.throws(() => loadConfig({ LOG_LEVEL: "verbose" }), {
     message: /LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/,
   });

@@ -38,6 +38,8 @@ const BAD: Array<[string, string]> = [
   ["AUTO_DISABLE_AFTER", "never"],
   ["FAILING_NOTICE_AFTER", "soon"],
   ["KEY_ROTATION_GRACE", "a fortnight"],
+  ["RETENTION", "500ms"],
+  ["MAX_SUBSCRIPTIONS_PER_CLIENT", "0"],
   ["ALLOW_PRIVATE_TARGETS", "maybe"],
   ["ALLOW_HTTP_TARGETS", "perhaps"],
   ["SIGNING_KEY_BITS", "1024"],

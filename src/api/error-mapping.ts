@@ -6,6 +6,7 @@ import {
   FailedPreconditionError,
   NotFoundError,
   PermissionDeniedError,
+  QuotaExceededError,
   StoreUnavailableError,
   UnauthenticatedError,
   ValidationError,
@@ -22,6 +23,7 @@ const CODES: ReadonlyArray<[new (...args: never[]) => DomainError, Code]> = [
   [NotFoundError, Code.NotFound],
   [ConflictError, Code.AlreadyExists],
   [FailedPreconditionError, Code.FailedPrecondition],
+  [QuotaExceededError, Code.ResourceExhausted],
   [StoreUnavailableError, Code.Unavailable],
   [WatcherTooSlowError, Code.ResourceExhausted],
 ];

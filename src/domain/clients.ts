@@ -2,9 +2,38 @@ import { timingSafeEqual } from "node:crypto";
 import { generateApiKey, hashApiKey } from "./api-keys.js";
 import { NotFoundError, UnauthenticatedError, ValidationError } from "./errors.js";
 import { isWellFormedId, newId } from "./ids.js";
-import type { ApiKeyRecord, Client } from "./model.js";
+import type { ApiKeyRecord, Client, ClientLimitChanges } from "./model.js";
 import type { ClientStore } from "./ports.js";
+import { checkRetention } from "./retention.js";
 import { assertPlainText } from "./text.js";
+
+/** The most subscriptions a client's own quota may allow. */
+export const MAX_SUBSCRIPTION_QUOTA = 1_000_000;
+
+/**
+ * A client's own limits as the API gives them: 0 means "the service's",
+ * undefined (in an update) "as it is".
+ */
+export interface ClientLimitsInput {
+  retentionMs?: number;
+  maxSubscriptions?: number;
+}
+
+/** The limits checked, with 0 turned into null (the service's). */
+function limitChanges(input: ClientLimitsInput): ClientLimitChanges {
+  const changes: ClientLimitChanges = {};
+  if (input.retentionMs !== undefined) {
+    changes.retentionMs = input.retentionMs === 0 ? null : checkRetention(input.retentionMs, "retention");
+  }
+  const quota = input.maxSubscriptions;
+  if (quota !== undefined) {
+    if (!Number.isInteger(quota) || quota < 0 || quota > MAX_SUBSCRIPTION_QUOTA) {
+      throw new ValidationError(`max_subscriptions must be from 1 to ${MAX_SUBSCRIPTION_QUOTA} (0: the service's)`, "max_subscriptions");
+    }
+    changes.maxSubscriptions = quota === 0 ? null : quota;
+  }
+  return changes;
+}
 
 export interface IssuedKey {
   record: ApiKeyRecord;
@@ -40,11 +69,18 @@ export class ClientDirectory {
     return this.clients.ensureWithKey("bootstrap", hashApiKey(apiKey));
   }
 
-  async create(name: string): Promise<{ client: Client; issued: IssuedKey }> {
+  async create(name: string, limits: ClientLimitsInput = {}): Promise<{ client: Client; issued: IssuedKey }> {
     const trimmed = name.trim();
     assertPlainText(trimmed, "name");
     if (trimmed === "" || trimmed.length > 200) throw new ValidationError("name is required (1 to 200 characters)", "name");
-    const client: Client = { id: newId("cli"), name: trimmed, createdAt: new Date() };
+    const { retentionMs, maxSubscriptions } = limitChanges(limits);
+    const client: Client = {
+      id: newId("cli"),
+      name: trimmed,
+      createdAt: new Date(),
+      ...(retentionMs == null ? {} : { retentionMs }),
+      ...(maxSubscriptions == null ? {} : { maxSubscriptions }),
+    };
     const issued = this.#issue(client.id);
     await this.clients.create(client, issued.record);
     return { client, issued };
@@ -52,6 +88,15 @@ export class ClientDirectory {
 
   list(): Promise<Client[]> {
     return this.clients.list();
+  }
+
+  /** Sets or clears the client's own retention and quota. */
+  async setLimits(clientId: string, limits: ClientLimitsInput): Promise<Client> {
+    const changes = limitChanges(limits);
+    await this.#require(clientId);
+    const client = await this.clients.setLimits(clientId, changes);
+    if (!client) throw new NotFoundError(`client ${clientId} not found`);
+    return client;
   }
 
   async issueKey(clientId: string): Promise<IssuedKey> {

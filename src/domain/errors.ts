@@ -36,6 +36,8 @@ export class ConflictError extends DomainError {}
 
 /** The request is well formed but the state it needs does not hold (a sample for an event the URL does not take). */
 export class FailedPreconditionError extends DomainError {}
+/** A quota is used up: nothing was written; freeing some (or a higher quota) lets the call succeed. */
+export class QuotaExceededError extends DomainError {}
 
 /** The store can't be reached right now (connection lost or refused): nothing was done; retrying later can work. */
 export class StoreUnavailableError extends DomainError {}

@@ -7,6 +7,16 @@ export interface Client {
   id: string;
   name: string;
   createdAt: Date;
+  /** Its own retention of ended notifications; absent: the service's (RETENTION). */
+  retentionMs?: number;
+  /** Its own subscription quota; absent: the service's (MAX_SUBSCRIPTIONS_PER_CLIENT). */
+  maxSubscriptions?: number;
+}
+
+/** A client's own limits as an update gives them: undefined leaves one as it is, null returns it to the service's. */
+export interface ClientLimitChanges {
+  retentionMs?: number | null;
+  maxSubscriptions?: number | null;
 }
 
 /** An API key as stored: only its hash. */

@@ -1,4 +1,13 @@
-import type { ApiKeyRecord, Client, DeliveryAttempt, EventType, Notification, NotificationStatus, Subscription } from "./model.js";
+import type {
+  ApiKeyRecord,
+  Client,
+  ClientLimitChanges,
+  DeliveryAttempt,
+  EventType,
+  Notification,
+  NotificationStatus,
+  Subscription,
+} from "./model.js";
 
 /**
  * The storage port. Each adapter (PostgreSQL/PGlite, MongoDB) implements it
@@ -24,6 +33,8 @@ export interface ClientStore {
   findByKeyHash(keyHash: string): Promise<Client | undefined>;
   create(client: Client, key: ApiKeyRecord): Promise<void>;
   get(id: string): Promise<Client | undefined>;
+  /** Writes the client's own limits as `changes` says; the client as it now is, undefined when there is none. */
+  setLimits(id: string, changes: ClientLimitChanges): Promise<Client | undefined>;
   list(): Promise<Client[]>;
   addKey(key: ApiKeyRecord): Promise<void>;
   /** False when the client has no such key. Revoking twice is fine. */
@@ -40,8 +51,20 @@ export interface EventTypeStore {
   list(): Promise<EventType[]>;
 }
 
+/** What `insertWithinQuota` did: inserted, or refused for a subscription to the same event and URL, or for the quota. */
+export type QuotaInsert = { inserted: true } | { inserted: false; duplicateOf: string } | { inserted: false; quota: number };
+
 export interface SubscriptionStore {
+  /** Inserts it as it is: no quota, no duplicate check (`insertWithinQuota` is how subscriptions are created). */
   insert(subscription: Subscription): Promise<void>;
+  /**
+   * Inserts it unless its client holds a subscription to the same event and
+   * URL with the same signature scheme already (subscribing again with
+   * another scheme is how a URL switches schemes), or as many as its quota (the client's own, else
+   * `defaultQuota`). Two inserts at once never both pass a check that one
+   * alone would fail.
+   */
+  insertWithinQuota(subscription: Subscription, defaultQuota: number): Promise<QuotaInsert>;
   get(id: string): Promise<Subscription | undefined>;
   /** The client's subscriptions to this exact URL, oldest first. */
   findByUrl(clientId: string, url: string): Promise<Subscription[]>;
@@ -101,6 +124,16 @@ export interface NotificationStore {
   /** Failed notifications of a subscription created at or after `since`, oldest first. */
   listFailedSince(subscriptionId: string, since: Date, limit: number): Promise<Notification[]>;
   listAttempts(notificationId: string): Promise<DeliveryAttempt[]>;
+  /**
+   * Deletes up to `limit` notifications that have ended (delivered or
+   * failed, and no job left) and were created before `now` less their
+   * client's retention (its own, else `defaultRetentionMs`), with their
+   * attempts, and says how many of each. Pending ones are never deleted.
+   * Instances purging at once share the work: a row is deleted once.
+   */
+  purgeEnded(now: Date, defaultRetentionMs: number, limit: number): Promise<{ notifications: number; attempts: number }>;
+  /** When the oldest notification kept (pending ones too) was created; undefined when there is none. */
+  oldestCreatedAt(): Promise<Date | undefined>;
 }
 
 /**

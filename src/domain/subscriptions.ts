@@ -1,4 +1,4 @@
-import { ConflictError, FailedPreconditionError, NotFoundError, ValidationError } from "./errors.js";
+import { ConflictError, FailedPreconditionError, NotFoundError, QuotaExceededError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
 import { isWellFormedId, newId } from "./ids.js";
 import type { KeySealer } from "./key-sealing.js";
@@ -47,6 +47,8 @@ export interface SubscriptionsDeps {
   rotationGraceMs: number;
   /** Private keys are stored sealed. */
   sealer: KeySealer;
+  /** Subscriptions a client may hold unless it has a quota of its own (MAX_SUBSCRIPTIONS_PER_CLIENT). */
+  maxSubscriptionsPerClient: number;
 }
 
 export const MAX_DESCRIPTION_LENGTH = 1000;
@@ -111,7 +113,17 @@ export class Subscriptions {
       createdAt: now,
       updatedAt: now,
     };
-    await this.deps.store.insert(subscription);
+    const outcome = await this.deps.store.insertWithinQuota(subscription, this.deps.maxSubscriptionsPerClient);
+    if ("duplicateOf" in outcome) {
+      throw new ConflictError(
+        `subscription ${outcome.duplicateOf} already sends ${event} to this url with this signature scheme; use it, or delete it first`,
+      );
+    }
+    if ("quota" in outcome) {
+      throw new QuotaExceededError(
+        `subscription limit reached: a client may hold ${outcome.quota} subscriptions; delete one first, or ask an operator for a higher limit`,
+      );
+    }
     return subscription;
   }
 

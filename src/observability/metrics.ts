@@ -1,6 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { LaneOccupancy } from "../delivery/fairness/fair-lanes.js";
 import type { JobCounts } from "../delivery/job-store.js";
+import type { RetentionObserver } from "../domain/retention.js";
 
 /** What the scrape-time gauges read: the job store's counts (every instance's queue) and this instance's lanes. */
 export interface QueueSources {
@@ -21,7 +22,7 @@ const FANOUT = [0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
  * No label carries a subscription, client or URL: those live in the
  * delivery log.
  */
-export class ServiceMetrics {
+export class ServiceMetrics implements RetentionObserver {
   readonly registry = new Registry();
   readonly deliveries = new Counter({
     name: "webhook_deliveries_total",
@@ -81,7 +82,16 @@ export class ServiceMetrics {
     registers: [this.registry],
   });
 
+  readonly retentionDeleted = new Counter({
+    name: "webhook_retention_deleted_rows_total",
+    help: "Rows the retention purge deleted, by table (notifications, attempts).",
+    labelNames: ["table"] as const,
+    registers: [this.registry],
+  });
+
   #sources: QueueSources | undefined;
+  /** When the oldest notification kept was created, as the last purge found (null: none). */
+  #oldestKept: Date | null = null;
   /** The read of the job store's counts under way: the queue gauges of one scrape (collected together) share it. */
   #counts: Promise<JobCounts | undefined> | undefined;
 
@@ -125,6 +135,14 @@ export class ServiceMetrics {
       "How long the job longest due has waited past its due time (0: none is due).",
       (counts, now) => (counts.oldestDueAt ? Math.max(0, (now - counts.oldestDueAt.getTime()) / 1000) : 0),
     );
+    new Gauge({
+      name: "webhook_retention_oldest_notification_age_seconds",
+      help: "Age of the oldest notification kept (pending ones too), as of the last retention purge (0: none).",
+      registers: [this.registry],
+      collect(this: Gauge) {
+        this.set(metrics.#oldestKept ? Math.max(0, (Date.now() - metrics.#oldestKept.getTime()) / 1000) : 0);
+      },
+    });
     laneGauge("webhook_deliveries_in_flight", "Requests to receivers in flight from this instance.", (lanes) => lanes.inFlight);
     laneGauge(
       "webhook_deliveries_waiting",
@@ -141,6 +159,15 @@ export class ServiceMetrics {
       "Endpoints with as many requests in flight from this instance as their concurrency limit allows.",
       (lanes) => lanes.endpointsAtLimit,
     );
+  }
+
+  purged(deleted: { notifications: number; attempts: number }): void {
+    this.retentionDeleted.inc({ table: "notifications" }, deleted.notifications);
+    this.retentionDeleted.inc({ table: "attempts" }, deleted.attempts);
+  }
+
+  oldestKept(createdAt: Date | undefined): void {
+    this.#oldestKept = createdAt ?? null;
   }
 
   /** Where the queue and lane gauges read from (the delivery engine, built after the metrics it reports to). */

@@ -77,6 +77,7 @@ test("every operation answers as the document says: a walk through the whole RES
   const clientId = (created.client as { id: string }).id;
   const auth = { authorization: `Bearer ${(created.apiKey as { key: string }).key}` };
   await walk("GET", "/api/internal/clients", admin);
+  await walk("PATCH", `/api/internal/clients/${clientId}`, { ...admin, body: { retention: "604800s", maxSubscriptions: 10 } });
   const second = await walk("POST", `/api/internal/clients/${clientId}/apiKeys`, { ...admin, body: {} });
   await walk("POST", `/api/internal/clients/${clientId}/apiKeys/${(second.apiKey as { id: string }).id}/revoke`, admin);
 

@@ -81,11 +81,13 @@ test("gRPC framed by hand: grpc-message is percent-encoded as the gRPC spec says
 
 test("gRPC framed by hand: a large answer comes gzipped when the client accepts gzip; a refusal's status in the trailers", async (t) => {
   const path = "/webhooks.v1.SubscriptionService/CreateSubscription";
-  const request = toBinary(
-    CreateSubscriptionRequestSchema,
-    create(CreateSubscriptionRequestSchema, { event: "Order.Shipped", url: receiver.url, description: "d".repeat(1000) }),
-  );
-  const accepted = await grpcOverHttp2(running.service.port, path, encodeEnvelope(0, request), {
+  // Each to a URL of its own: the same subscription twice would be refused as a duplicate.
+  const request = (via: string) =>
+    toBinary(
+      CreateSubscriptionRequestSchema,
+      create(CreateSubscriptionRequestSchema, { event: "Order.Shipped", url: `${receiver.url}?via=${via}`, description: "d".repeat(1000) }),
+    );
+  const accepted = await grpcOverHttp2(running.service.port, path, encodeEnvelope(0, request("gzip")), {
     authorization: `Bearer ${API_KEY}`,
     "grpc-accept-encoding": "gzip",
   });
@@ -95,11 +97,15 @@ test("gRPC framed by hand: a large answer comes gzipped when the client accepts 
   const answer = fromBinary(CreateSubscriptionResponseSchema, gunzipSync(accepted.body.subarray(5)));
   t.is(answer.subscription?.description.length, 1000);
 
-  const plain = await grpcOverHttp2(running.service.port, path, encodeEnvelope(0, request), { authorization: `Bearer ${API_KEY}` });
+  const plain = await grpcOverHttp2(running.service.port, path, encodeEnvelope(0, request("plain")), {
+    authorization: `Bearer ${API_KEY}`,
+  });
   t.is(plain.trailers["grpc-status"], "0");
   t.is(plain.body[0], 0, "nothing accepted, nothing compressed");
 
-  const refused = await grpcOverHttp2(running.service.port, path, encodeEnvelope(0, request), { authorization: "Bearer wrong-key" });
+  const refused = await grpcOverHttp2(running.service.port, path, encodeEnvelope(0, request("refused")), {
+    authorization: "Bearer wrong-key",
+  });
   t.is(refused.trailers["grpc-status"] ?? refused.headers["grpc-status"], String(grpc.status.UNAUTHENTICATED));
   t.is(refused.body.byteLength, 0);
 });
@@ -118,12 +124,11 @@ for (const [name, makeTransport] of Object.entries(transports)) {
     const client: Client<typeof SubscriptionService> = createClient(SubscriptionService, makeTransport());
     const { events } = await client.listEvents({}, { headers: auth });
     t.true(events.length > 0);
-    const { subscription } = await client.createSubscription(
-      { event: "Customer.Created", url: receiver.url, description: name },
-      { headers: auth },
-    );
+    // A URL of its own: the same subscription twice would be refused as a duplicate.
+    const url = `${receiver.url}?via=${encodeURIComponent(name)}`;
+    const { subscription } = await client.createSubscription({ event: "Customer.Created", url, description: name }, { headers: auth });
     t.is(subscription?.description, name);
-    const { jobId } = await client.triggerSampleEventNotification({ event: "Customer.Created", url: receiver.url }, { headers: auth });
+    const { jobId } = await client.triggerSampleEventNotification({ event: "Customer.Created", url }, { headers: auth });
     t.regex(jobId, /^ntf_/);
     const error = await t.throwsAsync(client.listEvents({}, { headers: { authorization: "Bearer wrong-key" } }));
     t.is(ConnectError.from(error).code, Code.Unauthenticated);

@@ -213,7 +213,7 @@ test("REST: the scheme defaults to RSA_SHA256; a bad one is a 400 naming the cho
     running.baseUrl,
     "POST",
     BASE,
-    { event: "Order.Created", url, signatureScheme: "UNSPECIFIED" },
+    { event: "Order.Created", url: `${url}?again`, signatureScheme: "UNSPECIFIED" },
     owner.auth,
   );
   t.is(unspecified.json.signatureScheme, "SIGNATURE_SCHEME_RSA_SHA256");

@@ -51,7 +51,7 @@ async function lockJobs(jobs: JobStore, ids: readonly string[]): Promise<LockedJ
 }
 
 /** Records an attempt as a delivery does: the notification's job locked, then retried (due again at once) or finished. */
-async function recordThroughJob(jobs: JobStore, attempt: DeliveryAttempt, status: Notification["status"]): Promise<void> {
+export async function recordThroughJob(jobs: JobStore, attempt: DeliveryAttempt, status: Notification["status"]): Promise<void> {
   const [job] = (await lockJobs(jobs, [attempt.notificationId])) as [LockedJob];
   const heldJob = { id: job.id, heldLock: job.lockedAt };
   const written =

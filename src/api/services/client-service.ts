@@ -1,4 +1,4 @@
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { durationMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ClientDirectory, IssuedKey } from "../../domain/clients.js";
 import type { ClientService } from "../../gen/webhooks/v1/client_service_pb.js";
@@ -14,12 +14,23 @@ export function createClientService(deps: { directory: ClientDirectory }): Servi
   const { directory } = deps;
   return {
     async createClient(req) {
-      const { client, issued } = await directory.create(req.name);
+      const { client, issued } = await directory.create(req.name, {
+        ...(req.retention ? { retentionMs: durationMs(req.retention) } : {}),
+        maxSubscriptions: req.maxSubscriptions,
+      });
       return { client: toClientMessage(client), apiKey: toApiKeyMessage(issued) };
     },
 
     async listClients() {
       return { clients: (await directory.list()).map(toClientMessage) };
+    },
+
+    async updateClient(req) {
+      const client = await directory.setLimits(req.clientId, {
+        ...(req.retention ? { retentionMs: durationMs(req.retention) } : {}),
+        ...(req.maxSubscriptions === undefined ? {} : { maxSubscriptions: req.maxSubscriptions }),
+      });
+      return { client: toClientMessage(client) };
     },
 
     async createApiKey(req) {

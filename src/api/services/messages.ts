@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { type Timestamp, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { durationFromMs, type Timestamp, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ActivityKind, DeliveryActivity } from "../../domain/delivery-activity.js";
 import { ValidationError } from "../../domain/errors.js";
 import type {
@@ -122,7 +122,13 @@ export function toNotificationMessage(n: Notification, attempts: DeliveryAttempt
 }
 
 export function toClientMessage(c: Client): ClientMessage {
-  return create(ClientSchema, { id: c.id, name: c.name, createdAt: timestamp(c.createdAt) });
+  return create(ClientSchema, {
+    id: c.id,
+    name: c.name,
+    createdAt: timestamp(c.createdAt),
+    ...(c.retentionMs === undefined ? {} : { retention: durationFromMs(c.retentionMs) }),
+    maxSubscriptions: c.maxSubscriptions ?? 0,
+  });
 }
 
 const KIND_TO_MESSAGE: Record<ActivityKind, ActivityKindMessage> = {

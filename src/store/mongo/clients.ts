@@ -1,10 +1,16 @@
 import type { Collection } from "mongodb";
 import { newId } from "../../domain/ids.js";
-import type { ApiKeyRecord, Client } from "../../domain/model.js";
+import type { ApiKeyRecord, Client, ClientLimitChanges } from "../../domain/model.js";
 import type { ClientStore } from "../../domain/ports.js";
-import { type ApiKeyDoc, CLIENTS, type ClientDoc, isDuplicateKey, isString } from "./documents.js";
+import { type ApiKeyDoc, CLIENTS, type ClientDoc, isDuplicateKey, isString, optional } from "./documents.js";
 
-const toClient = (doc: ClientDoc): Client => ({ id: doc._id, name: doc.name, createdAt: doc.createdAt });
+const toClient = (doc: ClientDoc): Client => ({
+  id: doc._id,
+  name: doc.name,
+  createdAt: doc.createdAt,
+  ...optional("retentionMs", doc.retentionMs),
+  ...optional("maxSubscriptions", doc.maxSubscriptions),
+});
 
 export class MongoClientStore implements ClientStore {
   constructor(
@@ -56,6 +62,26 @@ export class MongoClientStore implements ClientStore {
     return doc ? toClient(doc) : undefined;
   }
 
+  async setLimits(id: string, changes: ClientLimitChanges): Promise<Client | undefined> {
+    if (!isString(id)) return undefined;
+    // null clears a limit (the field goes, as SQL writes NULL); undefined leaves it.
+    const set: Partial<ClientDoc> = {};
+    const unset: Record<string, ""> = {};
+    for (const field of ["retentionMs", "maxSubscriptions"] as const) {
+      const value = changes[field];
+      if (value === null) unset[field] = "";
+      else if (value !== undefined) set[field] = value;
+    }
+    // The driver refuses an update with no operator, and servers before 5.0 an empty operator document.
+    if (Object.keys(set).length + Object.keys(unset).length === 0) return this.get(id);
+    const doc = await this.clients.findOneAndUpdate(
+      { _id: id },
+      { ...(Object.keys(set).length > 0 ? { $set: set } : {}), ...(Object.keys(unset).length > 0 ? { $unset: unset } : {}) },
+      { returnDocument: "after" },
+    );
+    return doc ? toClient(doc) : undefined;
+  }
+
   async list(): Promise<Client[]> {
     const docs = await this.clients.find({}).sort({ createdAt: 1, _id: 1 }).toArray();
     return docs.map(toClient);
@@ -82,7 +108,13 @@ export class MongoClientStore implements ClientStore {
 
   /** The client and its first key, all or nothing as far as a transaction-less write can be. */
   async #insertWithKey(client: Client, key: ApiKeyDoc): Promise<void> {
-    await this.clients.insertOne({ _id: client.id, name: client.name, createdAt: client.createdAt });
+    await this.clients.insertOne({
+      _id: client.id,
+      name: client.name,
+      createdAt: client.createdAt,
+      ...optional("retentionMs", client.retentionMs),
+      ...optional("maxSubscriptions", client.maxSubscriptions),
+    });
     try {
       await this.keys.insertOne(key);
     } catch (error) {

@@ -27,6 +27,8 @@ export async function ensureMongoIndexes(db: Db): Promise<void> {
       { key: { createdAt: 1 }, name: "wh_notifications_unscheduled_idx", partialFilterExpression: { scheduled: false } },
       { key: { subscriptionId: 1, createdAt: -1, _id: -1 }, name: "wh_notifications_subscription_created_idx" },
       { key: { subscriptionId: 1, status: 1, createdAt: 1 }, name: "wh_notifications_subscription_status_idx" },
+      // The retention purge's way through each client's notifications, oldest first.
+      { key: { clientId: 1, createdAt: 1, _id: 1 }, name: "wh_notifications_client_created_idx" },
     ]),
     c.attempts.createIndexes([{ key: { notificationId: 1, seq: 1 }, name: "wh_delivery_attempts_notification_idx" }]),
   ]);

@@ -16,6 +16,6 @@ export async function createMongoStore(db: Db): Promise<Store> {
     clients: new MongoClientStore(c.clients, c.apiKeys),
     eventTypes: new MongoEventTypeStore(c.eventTypes),
     subscriptions,
-    notifications: new MongoNotificationStore(c.notifications, c.attempts),
+    notifications: new MongoNotificationStore(c.notifications, c.attempts, c.clients),
   };
 }

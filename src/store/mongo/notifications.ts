@@ -1,7 +1,7 @@
 import type { Collection, Filter } from "mongodb";
 import type { DeliveryAttempt, Notification } from "../../domain/model.js";
 import type { NotificationQuery, NotificationStore } from "../../domain/ports.js";
-import { type AttemptDoc, checkCursor, checkLimit, isString, type NotificationDoc, optional } from "./documents.js";
+import { type AttemptDoc, type ClientDoc, checkCursor, checkLimit, isString, type NotificationDoc, optional } from "./documents.js";
 
 // Field by field, so the `scheduled` flag and the job (see jobs.ts) stay inside
 // and a stored null reads as absent.
@@ -34,6 +34,7 @@ export class MongoNotificationStore implements NotificationStore {
   constructor(
     private readonly notifications: Collection<NotificationDoc>,
     private readonly attempts: Collection<AttemptDoc>,
+    private readonly clients: Collection<ClientDoc>,
   ) {}
 
   async get(id: string): Promise<Notification | undefined> {
@@ -76,5 +77,52 @@ export class MongoNotificationStore implements NotificationStore {
     if (!isString(notificationId)) return [];
     const docs = await this.attempts.find({ notificationId }).sort({ seq: 1 }).toArray();
     return docs.map(toAttempt);
+  }
+
+  /**
+   * As the SQL statement: each client's oldest ended notifications (not
+   * pending, and no job in the document) on its (clientId, createdAt)
+   * index. Their attempts go first: a purge cut short leaves notifications
+   * that the next one finds again, never attempts of no notification.
+   * Instances purging at once may pick the same ones; each counts only what
+   * it deleted itself.
+   */
+  async purgeEnded(now: Date, defaultRetentionMs: number, limit: number): Promise<{ notifications: number; attempts: number }> {
+    checkLimit(limit);
+    const ended = { status: { $ne: "pending" as const }, job: { $exists: false } };
+    const ids: string[] = [];
+    for (const client of await this.#clients()) {
+      if (ids.length >= limit) break;
+      const cutoff = new Date(now.getTime() - (client.retentionMs ?? defaultRetentionMs));
+      const docs = await this.notifications
+        .find({ clientId: client._id, createdAt: { $lt: cutoff }, ...ended })
+        .sort({ createdAt: 1, _id: 1 })
+        .limit(limit - ids.length)
+        .project<{ _id: string }>({ _id: 1 })
+        .toArray();
+      ids.push(...docs.map((doc) => doc._id));
+    }
+    if (ids.length === 0) return { notifications: 0, attempts: 0 };
+    const attempts = await this.attempts.deleteMany({ notificationId: { $in: ids } });
+    const notifications = await this.notifications.deleteMany({ _id: { $in: ids }, ...ended });
+    return { notifications: notifications.deletedCount, attempts: attempts.deletedCount };
+  }
+
+  async oldestCreatedAt(): Promise<Date | undefined> {
+    let oldest: Date | undefined;
+    for (const client of await this.#clients()) {
+      const [first] = await this.notifications
+        .find({ clientId: client._id })
+        .sort({ createdAt: 1 })
+        .limit(1)
+        .project<{ createdAt: Date }>({ createdAt: 1 })
+        .toArray();
+      if (first && (!oldest || first.createdAt < oldest)) oldest = first.createdAt;
+    }
+    return oldest;
+  }
+
+  #clients(): Promise<Array<Pick<ClientDoc, "_id" | "retentionMs">>> {
+    return this.clients.find({}).project<Pick<ClientDoc, "_id" | "retentionMs">>({ retentionMs: 1 }).toArray();
   }
 }

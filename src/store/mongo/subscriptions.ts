@@ -1,6 +1,6 @@
 import type { Collection, Filter } from "mongodb";
 import { SUBSCRIPTION_DELETED, type Subscription } from "../../domain/model.js";
-import type { Cursor, SubscriptionStore } from "../../domain/ports.js";
+import type { Cursor, QuotaInsert, SubscriptionStore } from "../../domain/ports.js";
 import {
   type AttemptDoc,
   type ClientDoc,
@@ -82,6 +82,48 @@ export class MongoSubscriptionStore implements SubscriptionStore {
       createdAt: s.createdAt,
       updatedAt: s.updatedAt,
     });
+  }
+
+  /**
+   * Without a transaction: checked, inserted, then checked again counting
+   * every subscription inserted meanwhile, its own among them; one that
+   * fails the second check deletes itself (as `delete` does) and is refused.
+   * Two creates at once past the limit can then both be refused, never both
+   * kept.
+   */
+  async insertWithinQuota(s: Subscription, defaultQuota: number): Promise<QuotaInsert> {
+    if (!isString(s.clientId)) throw new Error(`subscription ${s.id}: client ${String(s.clientId)} does not exist`);
+    const owner = await this.clients.findOne({ _id: s.clientId }, { projection: { maxSubscriptions: 1 } });
+    if (!owner) throw new Error(`subscription ${s.id}: client ${s.clientId} does not exist`);
+    const quota = owner.maxSubscriptions ?? defaultQuota;
+    const before = await this.#refusal(s, quota, false);
+    if (before) return before;
+    await this.insert(s);
+    const after = await this.#refusal(s, quota, true);
+    if (!after) return { inserted: true };
+    await this.delete(s.id);
+    return after;
+  }
+
+  /** Why `s` may not be (or stay) inserted: another to its event and URL with its scheme, or its client's quota used up. */
+  async #refusal(s: Subscription, quota: number, inserted: boolean): Promise<QuotaInsert | undefined> {
+    const [same] = await this.subscriptions
+      // A document without a scheme is RSA_SHA256's (toSubscription).
+      .find({
+        clientId: s.clientId,
+        url: s.url,
+        event: s.event,
+        signatureScheme:
+          s.signatureScheme === "RSA_SHA256" ? { $nin: ["STANDARD_WEBHOOKS", "STANDARD_WEBHOOKS_ED25519"] } : s.signatureScheme,
+        _id: { $ne: s.id },
+      })
+      .sort({ createdAt: 1, _id: 1 })
+      .limit(1)
+      .project<{ _id: string }>({ _id: 1 })
+      .toArray();
+    if (same) return { inserted: false, duplicateOf: same._id };
+    const held = await this.subscriptions.countDocuments({ clientId: s.clientId });
+    return held > (inserted ? quota : quota - 1) ? { inserted: false, quota } : undefined;
   }
 
   async get(id: string): Promise<Subscription | undefined> {

@@ -1,6 +1,7 @@
 import { newId } from "../../domain/ids.js";
-import type { ApiKeyRecord, Client } from "../../domain/model.js";
+import type { ApiKeyRecord, Client, ClientLimitChanges } from "../../domain/model.js";
 import type { ClientStore } from "../../domain/ports.js";
+import { optional } from "./rows.js";
 import type { SqlPool } from "./sql-pool.js";
 import { inTransaction } from "./transaction.js";
 
@@ -8,9 +9,20 @@ interface ClientRow {
   id: string;
   name: string;
   created_at: Date;
+  retention_ms: number | null;
+  max_subscriptions: number | null;
 }
 
-const toClient = (row: ClientRow): Client => ({ id: row.id, name: row.name, createdAt: row.created_at });
+const toClient = (row: ClientRow): Client => ({
+  id: row.id,
+  name: row.name,
+  createdAt: row.created_at,
+  ...optional("retentionMs", row.retention_ms),
+  ...optional("maxSubscriptions", row.max_subscriptions),
+});
+
+/** ClientRow's columns of `c` (a bigint comes as a string: the retention is read as a number). */
+const CLIENT_COLUMNS = "c.id, c.name, c.created_at, c.retention_ms::float8 AS retention_ms, c.max_subscriptions";
 
 export class PostgresClientStore implements ClientStore {
   constructor(private readonly pool: SqlPool) {}
@@ -23,7 +35,7 @@ export class PostgresClientStore implements ClientStore {
     return inTransaction(this.pool, async (connection) => {
       await connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [keyHash]);
       const { rows } = await connection.query<ClientRow>(
-        "SELECT c.id, c.name, c.created_at FROM wh_api_keys k JOIN wh_clients c ON c.id = k.client_id WHERE k.key_hash = $1",
+        `SELECT ${CLIENT_COLUMNS} FROM wh_api_keys k JOIN wh_clients c ON c.id = k.client_id WHERE k.key_hash = $1`,
         [keyHash],
       );
       const client: Client = rows[0] ? toClient(rows[0]) : { id: newId("cli"), name, createdAt: new Date() };
@@ -46,7 +58,7 @@ export class PostgresClientStore implements ClientStore {
 
   async findByKeyHash(keyHash: string): Promise<Client | undefined> {
     const { rows } = await this.pool.query<ClientRow>(
-      `SELECT c.id, c.name, c.created_at FROM wh_api_keys k JOIN wh_clients c ON c.id = k.client_id
+      `SELECT ${CLIENT_COLUMNS} FROM wh_api_keys k JOIN wh_clients c ON c.id = k.client_id
        WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
       [keyHash],
     );
@@ -55,20 +67,48 @@ export class PostgresClientStore implements ClientStore {
 
   async create(client: Client, key: ApiKeyRecord): Promise<void> {
     await this.pool.query(
-      `WITH new_client AS (INSERT INTO wh_clients (id, name, created_at) VALUES ($1, $2, $3) RETURNING id)
+      `WITH new_client AS (
+         INSERT INTO wh_clients (id, name, created_at, retention_ms, max_subscriptions) VALUES ($1, $2, $3, $7, $8) RETURNING id
+       )
        INSERT INTO wh_api_keys (id, key_hash, client_id, created_at) SELECT $4, $5, id, $6 FROM new_client`,
-      [client.id, client.name, client.createdAt, key.id, key.keyHash, key.createdAt],
+      [
+        client.id,
+        client.name,
+        client.createdAt,
+        key.id,
+        key.keyHash,
+        key.createdAt,
+        client.retentionMs ?? null,
+        client.maxSubscriptions ?? null,
+      ],
     );
   }
 
   async get(id: string): Promise<Client | undefined> {
-    const { rows } = await this.pool.query<ClientRow>("SELECT id, name, created_at FROM wh_clients WHERE id = $1", [id]);
+    const { rows } = await this.pool.query<ClientRow>(`SELECT ${CLIENT_COLUMNS} FROM wh_clients c WHERE c.id = $1`, [id]);
     return rows[0] && toClient(rows[0]);
   }
 
   async list(): Promise<Client[]> {
-    const { rows } = await this.pool.query<ClientRow>("SELECT id, name, created_at FROM wh_clients ORDER BY created_at, id");
+    const { rows } = await this.pool.query<ClientRow>(`SELECT ${CLIENT_COLUMNS} FROM wh_clients c ORDER BY c.created_at, c.id`);
     return rows.map(toClient);
+  }
+
+  async setLimits(id: string, changes: ClientLimitChanges): Promise<Client | undefined> {
+    // $2/$4 say whether to write each limit, so that one left out keeps its value.
+    const { rows } = await this.pool.query<ClientRow>(
+      `UPDATE wh_clients c SET retention_ms = CASE WHEN $2 THEN $3::bigint ELSE retention_ms END,
+         max_subscriptions = CASE WHEN $4 THEN $5::int ELSE max_subscriptions END
+       WHERE c.id = $1 RETURNING ${CLIENT_COLUMNS}`,
+      [
+        id,
+        changes.retentionMs !== undefined,
+        changes.retentionMs ?? null,
+        changes.maxSubscriptions !== undefined,
+        changes.maxSubscriptions ?? null,
+      ],
+    );
+    return rows[0] && toClient(rows[0]);
   }
 
   async addKey(key: ApiKeyRecord): Promise<void> {

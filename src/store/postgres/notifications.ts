@@ -117,6 +117,42 @@ function unprefixed<T>(row: object, prefix: string, columns: readonly string[]):
   return out as T;
 }
 
+/**
+ * Up to $3 ended notifications created before $1 less their client's
+ * retention (its own, else $2 ms), deleted with their attempts; how many of
+ * each. Each client's oldest come first, read on its (client_id,
+ * created_at) index. A notification has ended when it is not pending and
+ * has no job: a deleted subscription's notifications are failed while their
+ * jobs run out. Rows another instance's purge is deleting at the same
+ * moment are skipped, never waited for, and an ended notification never
+ * gets a job again, so nothing pending is deleted. The attempts are deleted
+ * here, not by the foreign key's cascade, to be counted.
+ */
+const PURGE_ENDED = `
+  WITH doomed AS (
+    SELECT n.id FROM wh_clients c CROSS JOIN LATERAL (
+      SELECT n.id FROM wh_notifications n
+      WHERE n.client_id = c.id
+        AND n.created_at < $1::timestamptz - make_interval(secs => COALESCE(c.retention_ms, $2::bigint) / 1000.0)
+        AND n.status <> 'pending'
+        AND NOT EXISTS (SELECT 1 FROM wh_delivery_jobs j WHERE j.id = n.id)
+      ORDER BY n.created_at, n.id
+      LIMIT $3
+      FOR UPDATE OF n SKIP LOCKED
+    ) n
+    LIMIT $3
+  ), attempts AS (
+    DELETE FROM wh_delivery_attempts WHERE notification_id IN (SELECT id FROM doomed) RETURNING 1
+  ), notifications AS (
+    DELETE FROM wh_notifications WHERE id IN (SELECT id FROM doomed) RETURNING 1
+  )
+  SELECT (SELECT count(*) FROM notifications)::int AS notifications, (SELECT count(*) FROM attempts)::int AS attempts`;
+
+/** The oldest notification's creation, each client's first entry on the same index. */
+const OLDEST_CREATED = `
+  SELECT min(first.created_at) AS oldest FROM wh_clients c
+  CROSS JOIN LATERAL (SELECT created_at FROM wh_notifications n WHERE n.client_id = c.id ORDER BY created_at LIMIT 1) first`;
+
 export class PostgresNotificationStore implements NotificationStore {
   constructor(private readonly pool: SqlPool) {}
 
@@ -153,5 +189,19 @@ export class PostgresNotificationStore implements NotificationStore {
       notificationId,
     ]);
     return rows.map(toAttempt);
+  }
+
+  async purgeEnded(now: Date, defaultRetentionMs: number, limit: number): Promise<{ notifications: number; attempts: number }> {
+    const { rows } = await this.pool.query<{ notifications: number; attempts: number }>({
+      name: "wh-purge-ended",
+      text: PURGE_ENDED,
+      values: [now, defaultRetentionMs, limit],
+    });
+    return rows[0] ?? { notifications: 0, attempts: 0 };
+  }
+
+  async oldestCreatedAt(): Promise<Date | undefined> {
+    const { rows } = await this.pool.query<{ oldest: Date | null }>({ name: "wh-oldest-notification", text: OLDEST_CREATED });
+    return rows[0]?.oldest ?? undefined;
   }
 }

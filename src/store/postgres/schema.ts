@@ -109,9 +109,14 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX IF NOT EXISTS wh_delivery_jobs_due_order_idx ON wh_delivery_jobs (next_run_at, id) WHERE locked_at IS NULL;
    DROP INDEX IF EXISTS wh_delivery_jobs_due_idx;
    CREATE INDEX IF NOT EXISTS wh_delivery_jobs_locked_idx ON wh_delivery_jobs (locked_at) WHERE locked_at IS NOT NULL;`,
+  // Each client's own limits (NULL: the service's), and the retention purge's way through each client's
+  // notifications, oldest first (notifications.ts). created_at never changes: status updates stay HOT.
+  `ALTER TABLE wh_clients ADD COLUMN retention_ms bigint, ADD COLUMN max_subscriptions integer;
+   CREATE INDEX wh_notifications_client_created_idx ON wh_notifications (client_id, created_at, id);`,
   // Throttling (delivery/fairness/throttle.ts): a subscription's limit (null: none); each throttled
   // subscription's next free slot to hand a waiting job and the earliest its next request may go out,
-  // shared by every instance; and the slot a job waits for.
+  // shared by every instance; and the slot a job waits for. Operational events (domain/operational-events.ts):
+  // the failure streak and the rotation deadline its client was told of.
   `ALTER TABLE wh_subscriptions ADD COLUMN rate_limit_per_second integer;
    ALTER TABLE wh_subscriptions ADD COLUMN failing_noticed_at timestamptz;
    ALTER TABLE wh_subscriptions ADD COLUMN rotation_noticed_for timestamptz;

@@ -1,9 +1,10 @@
 import { Coalescer } from "../../coalescer.js";
 import type { SignatureScheme, Subscription } from "../../domain/model.js";
 import { SUBSCRIPTION_DELETED } from "../../domain/model.js";
-import type { Cursor, SubscriptionStore } from "../../domain/ports.js";
+import type { Cursor, QuotaInsert, SubscriptionStore } from "../../domain/ports.js";
 import { isDataError, optional } from "./rows.js";
-import type { SqlPool } from "./sql-pool.js";
+import type { SqlClient, SqlPool } from "./sql-pool.js";
+import { inTransaction } from "./transaction.js";
 
 export interface SubscriptionRow {
   id: string;
@@ -129,8 +130,38 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
 
   constructor(private readonly pool: SqlPool) {}
 
-  async insert(s: Subscription): Promise<void> {
-    await this.pool.query(
+  insert(s: Subscription): Promise<void> {
+    return this.#insert(this.pool, s);
+  }
+
+  insertWithinQuota(s: Subscription, defaultQuota: number): Promise<QuotaInsert> {
+    return inTransaction(this.pool, async (connection) => {
+      // Creates for one client take turns on its row, each checking after the one before committed.
+      // (NO KEY: the foreign keys' KEY SHARE locks, new API keys' and subscriptions', don't wait for it.)
+      const { rows: owner } = await connection.query<{ quota: number }>(
+        "SELECT COALESCE(max_subscriptions, $2) AS quota FROM wh_clients WHERE id = $1 FOR NO KEY UPDATE",
+        [s.clientId, defaultQuota],
+      );
+      const quota = owner[0]?.quota;
+      if (quota === undefined) throw new Error(`subscription ${s.id}: client ${s.clientId} does not exist`);
+      const { rows: same } = await connection.query<{ id: string }>(
+        `SELECT id FROM wh_subscriptions WHERE client_id = $1 AND url = $2 AND event = $3 AND signature_scheme = $4
+         ORDER BY created_at, id LIMIT 1`,
+        [s.clientId, s.url, s.event, s.signatureScheme],
+      );
+      if (same[0]) return { inserted: false, duplicateOf: same[0].id };
+      const { rows: held } = await connection.query<{ count: number }>(
+        "SELECT count(*)::int AS count FROM wh_subscriptions WHERE client_id = $1",
+        [s.clientId],
+      );
+      if ((held[0]?.count ?? 0) >= quota) return { inserted: false, quota };
+      await this.#insert(connection, s);
+      return { inserted: true };
+    });
+  }
+
+  async #insert(connection: Pick<SqlClient, "query">, s: Subscription): Promise<void> {
+    await connection.query(
       `INSERT INTO wh_subscriptions (id, url, description, enabled, public_key_pem, private_key_pem, next_public_key_pem,
          next_private_key_pem, rotation_deadline, disabled_reason, disabled_at, updated_at, rate_limit_per_second, client_id, event,
          created_at, failing_since, signature_scheme)

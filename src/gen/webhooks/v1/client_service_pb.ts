@@ -5,15 +5,15 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file webhooks/v1/client_service.proto.
  */
 export const file_webhooks_v1_client_service: GenFile = /*@__PURE__*/
-  fileDesc("CiB3ZWJob29rcy92MS9jbGllbnRfc2VydmljZS5wcm90bxILd2ViaG9va3MudjEiUgoGQ2xpZW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSLgoKY3JlYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiUQoGQXBpS2V5EgoKAmlkGAEgASgJEgsKA2tleRgCIAEoCRIuCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIjChNDcmVhdGVDbGllbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkiYQoUQ3JlYXRlQ2xpZW50UmVzcG9uc2USIwoGY2xpZW50GAEgASgLMhMud2ViaG9va3MudjEuQ2xpZW50EiQKB2FwaV9rZXkYAiABKAsyEy53ZWJob29rcy52MS5BcGlLZXkiFAoSTGlzdENsaWVudHNSZXF1ZXN0IjsKE0xpc3RDbGllbnRzUmVzcG9uc2USJAoHY2xpZW50cxgBIAMoCzITLndlYmhvb2tzLnYxLkNsaWVudCIoChNDcmVhdGVBcGlLZXlSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI8ChRDcmVhdGVBcGlLZXlSZXNwb25zZRIkCgdhcGlfa2V5GAEgASgLMhMud2ViaG9va3MudjEuQXBpS2V5IjgKE1Jldm9rZUFwaUtleVJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCSIWChRSZXZva2VBcGlLZXlSZXNwb25zZTKlBAoNQ2xpZW50U2VydmljZRJ1CgxDcmVhdGVDbGllbnQSIC53ZWJob29rcy52MS5DcmVhdGVDbGllbnRSZXF1ZXN0GiEud2ViaG9va3MudjEuQ3JlYXRlQ2xpZW50UmVzcG9uc2UiIILT5JMCGjoBKiIVL2FwaS9pbnRlcm5hbC9jbGllbnRzEnIKC0xpc3RDbGllbnRzEh8ud2ViaG9va3MudjEuTGlzdENsaWVudHNSZXF1ZXN0GiAud2ViaG9va3MudjEuTGlzdENsaWVudHNSZXNwb25zZSIgkAIBgtPkkwIXEhUvYXBpL2ludGVybmFsL2NsaWVudHMSiQEKDENyZWF0ZUFwaUtleRIgLndlYmhvb2tzLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaIS53ZWJob29rcy52MS5DcmVhdGVBcGlLZXlSZXNwb25zZSI0gtPkkwIuOgEqIikvYXBpL2ludGVybmFsL2NsaWVudHMve2NsaWVudF9pZH0vYXBpS2V5cxKcAQoMUmV2b2tlQXBpS2V5EiAud2ViaG9va3MudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBohLndlYmhvb2tzLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlIkeQAgKC0+STAj46ASoiOS9hcGkvaW50ZXJuYWwvY2xpZW50cy97Y2xpZW50X2lkfS9hcGlLZXlzL3trZXlfaWR9L3Jldm9rZWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("CiB3ZWJob29rcy92MS9jbGllbnRfc2VydmljZS5wcm90bxILd2ViaG9va3MudjEimwEKBkNsaWVudBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCXJldGVudGlvbhgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIZChFtYXhfc3Vic2NyaXB0aW9ucxgFIAEoBSJRCgZBcGlLZXkSCgoCaWQYASABKAkSCwoDa2V5GAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImwKE0NyZWF0ZUNsaWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIsCglyZXRlbnRpb24YAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGQoRbWF4X3N1YnNjcmlwdGlvbnMYAyABKAUiYQoUQ3JlYXRlQ2xpZW50UmVzcG9uc2USIwoGY2xpZW50GAEgASgLMhMud2ViaG9va3MudjEuQ2xpZW50EiQKB2FwaV9rZXkYAiABKAsyEy53ZWJob29rcy52MS5BcGlLZXkiFAoSTGlzdENsaWVudHNSZXF1ZXN0IjsKE0xpc3RDbGllbnRzUmVzcG9uc2USJAoHY2xpZW50cxgBIAMoCzITLndlYmhvb2tzLnYxLkNsaWVudCKMAQoTVXBkYXRlQ2xpZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSLAoJcmV0ZW50aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEh4KEW1heF9zdWJzY3JpcHRpb25zGAMgASgFSACIAQFCFAoSX21heF9zdWJzY3JpcHRpb25zIjsKFFVwZGF0ZUNsaWVudFJlc3BvbnNlEiMKBmNsaWVudBgBIAEoCzITLndlYmhvb2tzLnYxLkNsaWVudCIoChNDcmVhdGVBcGlLZXlSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI8ChRDcmVhdGVBcGlLZXlSZXNwb25zZRIkCgdhcGlfa2V5GAEgASgLMhMud2ViaG9va3MudjEuQXBpS2V5IjgKE1Jldm9rZUFwaUtleVJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCSIWChRSZXZva2VBcGlLZXlSZXNwb25zZTKxBQoNQ2xpZW50U2VydmljZRJ1CgxDcmVhdGVDbGllbnQSIC53ZWJob29rcy52MS5DcmVhdGVDbGllbnRSZXF1ZXN0GiEud2ViaG9va3MudjEuQ3JlYXRlQ2xpZW50UmVzcG9uc2UiIILT5JMCGjoBKiIVL2FwaS9pbnRlcm5hbC9jbGllbnRzEnIKC0xpc3RDbGllbnRzEh8ud2ViaG9va3MudjEuTGlzdENsaWVudHNSZXF1ZXN0GiAud2ViaG9va3MudjEuTGlzdENsaWVudHNSZXNwb25zZSIgkAIBgtPkkwIXEhUvYXBpL2ludGVybmFsL2NsaWVudHMSiQEKDFVwZGF0ZUNsaWVudBIgLndlYmhvb2tzLnYxLlVwZGF0ZUNsaWVudFJlcXVlc3QaIS53ZWJob29rcy52MS5VcGRhdGVDbGllbnRSZXNwb25zZSI0gtPkkwIuOgEqYgZjbGllbnQyIS9hcGkvaW50ZXJuYWwvY2xpZW50cy97Y2xpZW50X2lkfRKJAQoMQ3JlYXRlQXBpS2V5EiAud2ViaG9va3MudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBohLndlYmhvb2tzLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlIjSC0+STAi46ASoiKS9hcGkvaW50ZXJuYWwvY2xpZW50cy97Y2xpZW50X2lkfS9hcGlLZXlzEpwBCgxSZXZva2VBcGlLZXkSIC53ZWJob29rcy52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GiEud2ViaG9va3MudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2UiR5ACAoLT5JMCPjoBKiI5L2FwaS9pbnRlcm5hbC9jbGllbnRzL3tjbGllbnRfaWR9L2FwaUtleXMve2tleV9pZH0vcmV2b2tlYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message webhooks.v1.Client
@@ -33,6 +33,22 @@ export type Client = Message<"webhooks.v1.Client"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 3;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * How long its delivered and failed notifications are kept, when it has a
+   * retention of its own; absent: the service's `RETENTION`.
+   *
+   * @generated from field: google.protobuf.Duration retention = 4;
+   */
+  retention?: Duration | undefined;
+
+  /**
+   * How many subscriptions it may hold, when it has a quota of its own;
+   * 0: the service's `MAX_SUBSCRIPTIONS_PER_CLIENT`.
+   *
+   * @generated from field: int32 max_subscriptions = 5;
+   */
+  maxSubscriptions: number;
 };
 
 /**
@@ -79,6 +95,22 @@ export type CreateClientRequest = Message<"webhooks.v1.CreateClientRequest"> & {
    * @generated from field: string name = 1;
    */
   name: string;
+
+  /**
+   * A retention of its own (at least 1 s, whole seconds), shorter or longer
+   * than the service's `RETENTION`; absent or 0: the service's.
+   *
+   * @generated from field: google.protobuf.Duration retention = 2;
+   */
+  retention?: Duration | undefined;
+
+  /**
+   * A subscription quota of its own (1 to 1000000); 0: the service's
+   * `MAX_SUBSCRIPTIONS_PER_CLIENT`.
+   *
+   * @generated from field: int32 max_subscriptions = 3;
+   */
+  maxSubscriptions: number;
 };
 
 /**
@@ -141,6 +173,58 @@ export const ListClientsResponseSchema: GenMessage<ListClientsResponse> = /*@__P
   messageDesc(file_webhooks_v1_client_service, 5);
 
 /**
+ * @generated from message webhooks.v1.UpdateClientRequest
+ */
+export type UpdateClientRequest = Message<"webhooks.v1.UpdateClientRequest"> & {
+  /**
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+
+  /**
+   * When present, its new retention (as in CreateClientRequest); 0 returns
+   * it to the service's `RETENTION`.
+   *
+   * @generated from field: google.protobuf.Duration retention = 2;
+   */
+  retention?: Duration | undefined;
+
+  /**
+   * When present, its new quota (as in CreateClientRequest); 0 returns it to
+   * the service's `MAX_SUBSCRIPTIONS_PER_CLIENT`. Lowering it below the
+   * subscriptions held deletes none: creating more is refused until it has
+   * fewer.
+   *
+   * @generated from field: optional int32 max_subscriptions = 3;
+   */
+  maxSubscriptions?: number | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.UpdateClientRequest.
+ * Use `create(UpdateClientRequestSchema)` to create a new message.
+ */
+export const UpdateClientRequestSchema: GenMessage<UpdateClientRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_client_service, 6);
+
+/**
+ * @generated from message webhooks.v1.UpdateClientResponse
+ */
+export type UpdateClientResponse = Message<"webhooks.v1.UpdateClientResponse"> & {
+  /**
+   * @generated from field: webhooks.v1.Client client = 1;
+   */
+  client?: Client | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.UpdateClientResponse.
+ * Use `create(UpdateClientResponseSchema)` to create a new message.
+ */
+export const UpdateClientResponseSchema: GenMessage<UpdateClientResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_client_service, 7);
+
+/**
  * @generated from message webhooks.v1.CreateApiKeyRequest
  */
 export type CreateApiKeyRequest = Message<"webhooks.v1.CreateApiKeyRequest"> & {
@@ -155,7 +239,7 @@ export type CreateApiKeyRequest = Message<"webhooks.v1.CreateApiKeyRequest"> & {
  * Use `create(CreateApiKeyRequestSchema)` to create a new message.
  */
 export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_client_service, 6);
+  messageDesc(file_webhooks_v1_client_service, 8);
 
 /**
  * @generated from message webhooks.v1.CreateApiKeyResponse
@@ -172,7 +256,7 @@ export type CreateApiKeyResponse = Message<"webhooks.v1.CreateApiKeyResponse"> &
  * Use `create(CreateApiKeyResponseSchema)` to create a new message.
  */
 export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_client_service, 7);
+  messageDesc(file_webhooks_v1_client_service, 9);
 
 /**
  * @generated from message webhooks.v1.RevokeApiKeyRequest
@@ -194,7 +278,7 @@ export type RevokeApiKeyRequest = Message<"webhooks.v1.RevokeApiKeyRequest"> & {
  * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_client_service, 8);
+  messageDesc(file_webhooks_v1_client_service, 10);
 
 /**
  * @generated from message webhooks.v1.RevokeApiKeyResponse
@@ -207,7 +291,7 @@ export type RevokeApiKeyResponse = Message<"webhooks.v1.RevokeApiKeyResponse"> &
  * Use `create(RevokeApiKeyResponseSchema)` to create a new message.
  */
 export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_client_service, 9);
+  messageDesc(file_webhooks_v1_client_service, 11);
 
 /**
  * For operators: the clients that own subscriptions, and their API keys.
@@ -233,6 +317,16 @@ export const ClientService: GenService<{
     methodKind: "unary";
     input: typeof ListClientsRequestSchema;
     output: typeof ListClientsResponseSchema;
+  },
+  /**
+   * Changes a client's own limits: its retention and its subscription quota.
+   *
+   * @generated from rpc webhooks.v1.ClientService.UpdateClient
+   */
+  updateClient: {
+    methodKind: "unary";
+    input: typeof UpdateClientRequestSchema;
+    output: typeof UpdateClientResponseSchema;
   },
   /**
    * Issues another API key for a client (shown once).

@@ -1,0 +1,106 @@
+import { ValidationError } from "./errors.js";
+import type { ClientStore, NotificationStore } from "./ports.js";
+
+/** The shortest retention accepted, the service's or a client's. */
+export const MIN_RETENTION_MS = 1_000;
+/** The longest: a hundred years, far past any need, and well inside what a timestamp can subtract. */
+export const MAX_RETENTION_MS = 36_500 * 86_400_000;
+
+/** Notifications one purge statement deletes at most: on the embedded store, a few milliseconds of its one session. */
+export const PURGE_BATCH = 100;
+
+/** A retention, checked (from 1 s to a hundred years) and in whole milliseconds. */
+export function checkRetention(ms: number, field: string): number {
+  if (!Number.isFinite(ms) || ms < MIN_RETENTION_MS || ms > MAX_RETENTION_MS) {
+    throw new ValidationError(`${field} must be from 1s to 36500d`, field);
+  }
+  return Math.round(ms);
+}
+
+/**
+ * How long between purges: a minute, or half the shortest retention (the
+ * service's or a client's) when that is shorter, at least a second; so a
+ * notification outlives its retention by at most a minute, or by half of it.
+ */
+export function purgeIntervalMs(retentionMs: number): number {
+  return Math.min(60_000, Math.max(1_000, Math.floor(retentionMs / 2)));
+}
+
+/** What a purge reports: the rows each round deleted, and the oldest notification left. */
+export interface RetentionObserver {
+  purged(deleted: { notifications: number; attempts: number }): void;
+  oldestKept(createdAt: Date | undefined): void;
+}
+
+export interface RetentionPurgeDeps {
+  store: Pick<NotificationStore, "purgeEnded" | "oldestCreatedAt">;
+  /** Read each round for the shortest retention, which sets when the next round runs. */
+  clients: Pick<ClientStore, "list">;
+  /** The service's retention (RETENTION); a client's own overrides it. */
+  retentionMs: number;
+  observer: RetentionObserver;
+  onError: (error: unknown) => void;
+  now?: () => Date;
+}
+
+/**
+ * Deletes ended notifications past their retention, with their attempts,
+ * every `purgeIntervalMs` of the shortest retention: a round deletes `PURGE_BATCH` at a time until a
+ * batch finds fewer, each batch a statement of its own, so deliveries' own
+ * statements run between them and nothing is held for the whole round.
+ * Pending notifications are never deleted. Several instances may purge one
+ * database at once (the store skips the rows another is deleting).
+ */
+export class RetentionPurge {
+  readonly #deps: RetentionPurgeDeps;
+  #timer: NodeJS.Timeout | undefined;
+  #round: Promise<void> | undefined;
+  #stopped = false;
+  /** The shortest retention the last round saw. */
+  #shortestMs: number;
+
+  constructor(deps: RetentionPurgeDeps) {
+    this.#deps = deps;
+    this.#shortestMs = deps.retentionMs;
+  }
+
+  start(): void {
+    this.#schedule(0);
+  }
+
+  /** No new round starts; resolves once the round under way has finished its batch. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#round;
+  }
+
+  /** One round: every batch past retention, then the oldest notification kept. */
+  async round(): Promise<void> {
+    const { store, retentionMs, observer } = this.#deps;
+    const now = this.#deps.now?.() ?? new Date();
+    for (;;) {
+      const deleted = await store.purgeEnded(now, retentionMs, PURGE_BATCH);
+      observer.purged(deleted);
+      if (deleted.notifications < PURGE_BATCH || this.#stopped) break;
+      // Whatever queued behind this batch goes before the next.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    observer.oldestKept(await store.oldestCreatedAt());
+    const own = (await this.#deps.clients.list()).map((client) => client.retentionMs ?? retentionMs);
+    this.#shortestMs = Math.min(retentionMs, ...own);
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#round = this.round()
+        .catch(this.#deps.onError)
+        .finally(() => {
+          this.#round = undefined;
+          this.#schedule(purgeIntervalMs(this.#shortestMs));
+        });
+    }, delayMs);
+    this.#timer.unref();
+  }
+}
