@@ -5,6 +5,7 @@ import { isWellFormedId, newId } from "./ids.js";
 import type { DeliveryAttempt, JsonObject, Notification, NotificationStatus, Subscription } from "./model.js";
 import { buildNotificationBody } from "./notification-body.js";
 import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
+import { matchesFilter } from "./payload-filter.js";
 import { assertPayloadMatches } from "./payload-schema.js";
 import type { ClientStore, DeliveryQueue, NotificationStore, SubscriptionStore } from "./ports.js";
 import type { Subscriptions } from "./subscriptions.js";
@@ -57,9 +58,11 @@ export class Notifications {
     if (type.jsonSchema) assertPayloadMatches(type.name, type.jsonSchema, input.payload);
     const key = input.idempotencyKey ?? "";
     assertIdempotencyKey(key);
-    const subscriptions = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
+    const subscribed = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
     // A client with a subscription exists: only a publish reaching nobody asks.
-    if (subscriptions.length === 0) await this.#requireClient(input.clientId);
+    if (subscribed.length === 0) await this.#requireClient(input.clientId);
+    // A subscription whose filter the payload misses gets no notification at all, so nothing in its delivery log.
+    const subscriptions = subscribed.filter((s) => !s.filter || matchesFilter(s.filter, input.payload));
     const notifications = this.#fanOut(subscriptions, type.name, body, at);
     if (key === "") {
       await this.#accept(notifications, subscriptions);

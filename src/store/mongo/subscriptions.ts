@@ -1,5 +1,5 @@
 import type { Collection, Filter } from "mongodb";
-import { SUBSCRIPTION_DELETED, type Subscription } from "../../domain/model.js";
+import { type JsonObject, SUBSCRIPTION_DELETED, type Subscription } from "../../domain/model.js";
 import type { Cursor, SubscriptionStore } from "../../domain/ports.js";
 import {
   type AttemptDoc,
@@ -21,6 +21,7 @@ const OPTIONAL_FIELDS = [
   "disabledReason",
   "disabledAt",
   "rateLimitPerSecond",
+  "sealedHeaders",
 ] as const;
 type OptionalField = (typeof OPTIONAL_FIELDS)[number];
 
@@ -33,7 +34,10 @@ const presentOptional = (s: { [K in OptionalField]?: Subscription[K] | null }): 
   ...optional("disabledReason", s.disabledReason),
   ...optional("disabledAt", s.disabledAt),
   ...optional("rateLimitPerSecond", s.rateLimitPerSecond),
+  ...optional("sealedHeaders", s.sealedHeaders),
 });
+
+const filterField = (s: Subscription): { filterJson?: string } => (s.filter ? { filterJson: JSON.stringify(s.filter) } : {});
 
 // Field by field, so a stray document field never leaks into the record and a stored null reads as absent.
 export const toSubscription = (d: SubscriptionDoc): Subscription => ({
@@ -47,6 +51,7 @@ export const toSubscription = (d: SubscriptionDoc): Subscription => ({
   publicKeyPem: d.publicKeyPem,
   privateKeyPem: d.privateKeyPem,
   ...presentOptional(d),
+  ...(d.filterJson ? { filter: JSON.parse(d.filterJson) as JsonObject } : {}),
   createdAt: d.createdAt,
   updatedAt: d.updatedAt,
 });
@@ -77,6 +82,7 @@ export class MongoSubscriptionStore implements SubscriptionStore {
       publicKeyPem: s.publicKeyPem,
       privateKeyPem: s.privateKeyPem,
       ...presentOptional(s),
+      ...filterField(s),
       createdAt: s.createdAt,
       updatedAt: s.updatedAt,
     });
@@ -120,7 +126,8 @@ export class MongoSubscriptionStore implements SubscriptionStore {
     // failingSince belongs to the delivery worker (markFailing/markHealthy): never written here.
     const { failingSince: _streak, ...present } = presentOptional(s);
     // Absent optional fields are removed, as SQL writes NULL into their columns.
-    const absent = OPTIONAL_FIELDS.filter((field) => field !== "failingSince" && !(field in present));
+    const absent: string[] = OPTIONAL_FIELDS.filter((field) => field !== "failingSince" && !(field in present));
+    if (!s.filter) absent.push("filterJson");
     const { matchedCount } = await this.subscriptions.updateOne(
       // Only if nobody changed it since it was read (optimistic concurrency).
       { _id: s.id, updatedAt: expectedUpdatedAt },
@@ -132,6 +139,7 @@ export class MongoSubscriptionStore implements SubscriptionStore {
           publicKeyPem: s.publicKeyPem,
           privateKeyPem: s.privateKeyPem,
           ...present,
+          ...filterField(s),
           updatedAt: s.updatedAt,
         },
         // Servers before 5.0 refuse an empty operator document.
