@@ -26,6 +26,8 @@ export interface Config {
   maxPayloadBytes: number;
   /** Failing this long disables a subscription; undefined: never. */
   autoDisableAfterMs?: number;
+  /** A failure streak this long is told to the client once (Subscription.Failing); undefined: never. */
+  failingNoticeAfterMs?: number;
   /** How long the old signing key keeps signing after a rotation starts. */
   keyRotationGraceMs: number;
   /** Per-caller API rate limit; undefined: none. */
@@ -235,6 +237,7 @@ export function loadConfig(env: Env): Config {
     maxBodyBytes: integer(env, "MAX_BODY_BYTES", 1_048_576, 1024, 64 * 1_048_576),
     maxPayloadBytes: integer(env, "MAX_PAYLOAD_BYTES", 262_144, 1024, 16 * 1_048_576),
     ...(env.AUTO_DISABLE_AFTER === "off" ? {} : { autoDisableAfterMs: duration(env, "AUTO_DISABLE_AFTER", "5d") }),
+    ...(env.FAILING_NOTICE_AFTER === "off" ? {} : { failingNoticeAfterMs: duration(env, "FAILING_NOTICE_AFTER", "1h") }),
     keyRotationGraceMs: duration(env, "KEY_ROTATION_GRACE", "24h"),
     ...rateLimit(env),
     ...authFailureLimit(env),

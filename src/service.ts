@@ -21,6 +21,7 @@ import { DeliveryWatches } from "./domain/delivery-watch.js";
 import { EventCatalog } from "./domain/event-catalog.js";
 import { KeySealer } from "./domain/key-sealing.js";
 import { Notifications } from "./domain/notifications.js";
+import { OPERATIONAL_EVENT_TYPES, OperationalEvents } from "./domain/operational-events.js";
 import { RelayAnswers } from "./domain/relay.js";
 import { Subscriptions } from "./domain/subscriptions.js";
 import { ActivityFeed } from "./live/activity-feed.js";
@@ -97,7 +98,8 @@ async function startOn(
       config.signingMasterKey ?? (await loadOrCreateMasterKey(config.store.kind === "embedded" ? config.store.dataDir : ".", log)),
     );
     const catalog = new EventCatalog(opened.store.eventTypes);
-    await catalog.seed(config.catalog);
+    // The service's own events first: a catalog file's type of the same name does not replace them.
+    await catalog.seed([...OPERATIONAL_EVENT_TYPES, ...config.catalog]);
     const directory = new ClientDirectory(opened.store.clients);
     if (config.bootstrapApiKey) await directory.ensureBootstrapClient(config.bootstrapApiKey);
 
@@ -110,7 +112,17 @@ async function startOn(
     // Spans go nowhere until a tracer provider is registered (main.ts does with OTEL_EXPORTER_OTLP_ENDPOINT).
     const recentDeliveries = new RecentDeliveries();
     const observer = observeAll(
-      [feed, new TracingObserver(), recentDeliveries, ...(metrics ? [new MetricsObserver(metrics)] : [])],
+      [
+        feed,
+        new TracingObserver(),
+        recentDeliveries,
+        ...(metrics ? [new MetricsObserver(metrics)] : []),
+        // Publishes through `notifications`, made below: events reach it only once the service runs.
+        new OperationalEvents(
+          (input) => notifications.publish(input),
+          (err) => log.error({ err }, "publishing an operational event failed"),
+        ),
+      ],
       (err) => log.error({ err }, "a delivery observer failed"),
     );
     const sender = new HttpSender({
@@ -131,6 +143,7 @@ async function startOn(
       retryPolicy: config.retryPolicy,
       sealer,
       ...(config.autoDisableAfterMs === undefined ? {} : { autoDisableAfterMs: config.autoDisableAfterMs }),
+      ...(config.failingNoticeAfterMs === undefined ? {} : { failingNoticeAfterMs: config.failingNoticeAfterMs }),
       observer,
       ...(config.propagateTraceContext ? { traceHeaders: currentTraceHeaders } : {}),
       log,

@@ -90,6 +90,8 @@ export class DeliveryWorker {
       sealer: KeySealer;
       /** A subscription failing this long without a success is disabled; undefined: never. */
       autoDisableAfterMs?: number;
+      /** A subscription failing this long without a success is told to its client once (an event); undefined: never. */
+      failingNoticeAfterMs?: number;
       /** Told of every attempt and of subscriptions it disables. */
       observer: DeliveryObserver;
       /** Headers sent with every attempt to carry its trace to the receiver (W3C `traceparent`); undefined: none. */
@@ -255,18 +257,26 @@ export class DeliveryWorker {
     }
     const limit = this.deps.autoDisableAfterMs;
     const disables = (since: Date) => limit !== undefined && at.getTime() - since.getTime() >= limit;
-    if (subscription.failingSince && !disables(subscription.failingSince)) return;
-    const since = await subscriptions.markFailing(subscription.id, at);
-    if (since && disables(since)) {
-      await this.#disable(subscription, "failing", `disabled automatically: every delivery failed since ${since.toISOString()}`);
-      log.warn({ failingSince: since }, "subscription disabled after failing too long");
+    const notice = this.deps.failingNoticeAfterMs;
+    const since = subscription.failingSince;
+    // Told once per streak: the store's answer decides between instances.
+    if (since && !subscription.failingNoticedAt && notice !== undefined && at.getTime() - since.getTime() >= notice) {
+      if (await subscriptions.noticeFailing(subscription.id, since, at))
+        this.#observe({ kind: "subscription-failing", at, subscription, failingSince: since });
+    }
+    if (since && !disables(since)) return;
+    const streak = await subscriptions.markFailing(subscription.id, at);
+    if (streak && disables(streak)) {
+      await this.#disable(subscription, "failing", `disabled automatically: every delivery failed since ${streak.toISOString()}`);
+      log.warn({ failingSince: streak }, "subscription disabled after failing too long");
     }
   }
 
   async #disable(subscription: Subscription, cause: "gone" | "failing", reason: string): Promise<void> {
     const at = new Date();
-    await this.deps.subscriptions.disable(subscription.id, reason, at);
-    this.#observe({ kind: "subscription-disabled", at, subscription, cause, reason });
+    // Told once: an instance whose attempt finds it disabled already says nothing.
+    if (await this.deps.subscriptions.disable(subscription.id, reason, at))
+      this.#observe({ kind: "subscription-disabled", at, subscription, cause, reason });
   }
 
   #observe(event: DeliveryEvent): void {

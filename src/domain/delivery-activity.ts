@@ -93,6 +93,7 @@ function finished(notification: Notification, attempt: DeliveryAttempt, status: 
 export function activitiesOf(event: DeliveryEvent): DeliveryActivity[] {
   switch (event.kind) {
     case "published":
+    case "subscription-failing":
       return [];
     case "accepted":
       return event.notifications.map((n) => ({ kind: "accepted", at: event.at, ...ofNotification(n), status: "pending" }));

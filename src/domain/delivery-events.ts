@@ -29,6 +29,8 @@ export type DeliveryEvent =
     }
   /** The subscription's rate limit holds the notification's next attempt back until `until`: waiting, not failing. */
   | { kind: "throttled"; at: Date; notification: Notification; subscription: Subscription; until: Date }
+  /** A subscription's deliveries have all failed since `failingSince`, for as long as the client is told of (once per streak). */
+  | { kind: "subscription-failing"; at: Date; subscription: Subscription; failingSince: Date }
   /** A subscription was disabled by the service: its receiver answered 410 Gone, or every delivery failed too long. */
   | { kind: "subscription-disabled"; at: Date; subscription: Subscription; cause: "gone" | "failing"; reason: string };
 

@@ -66,6 +66,8 @@ export interface Subscription {
   rotationDeadline?: Date;
   /** The first failed attempt since the last success. */
   failingSince?: Date;
+  /** When the client was told of this failure streak (Subscription.Failing); cleared with the streak. */
+  failingNoticedAt?: Date;
   /** Why and when it was disabled (by its owner or automatically). */
   disabledReason?: string;
   disabledAt?: Date;

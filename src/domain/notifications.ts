@@ -30,6 +30,8 @@ export interface PublishInput {
   event: string;
   payload: JsonObject;
   idempotencyKey?: string;
+  /** A subscription left out (the service's own events are never sent to the subscription they are about). */
+  except?: string;
 }
 
 /** As Stripe's: a key is up to 255 printable characters. */
@@ -58,7 +60,8 @@ export class Notifications {
     if (type.jsonSchema) assertPayloadMatches(type.name, type.jsonSchema, input.payload);
     const key = input.idempotencyKey ?? "";
     assertIdempotencyKey(key);
-    const subscribed = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
+    const found = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
+    const subscribed = input.except === undefined ? found : found.filter((subscription) => subscription.id !== input.except);
     // A client with a subscription exists: only a publish reaching nobody asks.
     if (subscribed.length === 0) await this.#requireClient(input.clientId);
     // A subscription whose filter the payload misses gets no notification at all, so nothing in its delivery log.

@@ -70,8 +70,10 @@ export interface SubscriptionStore {
   markFailing(id: string, at: Date): Promise<Date | undefined>;
   /** Ends a failure streak. */
   markHealthy(id: string): Promise<void>;
-  /** Disables it with a reason unless it is disabled already. */
-  disable(id: string, reason: string, at: Date): Promise<void>;
+  /** Marks the streak that began at `since` as told to the client, unless it was; answers whether this call marked it. */
+  noticeFailing(id: string, since: Date, at: Date): Promise<boolean>;
+  /** Disables it with a reason unless it is disabled already; answers whether this call disabled it. */
+  disable(id: string, reason: string, at: Date): Promise<boolean>;
 }
 
 export interface NotificationQuery {

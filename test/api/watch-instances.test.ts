@@ -4,10 +4,11 @@ import test from "ava";
 import { DeliveryActivityKind, DeliveryService } from "../../src/gen/webhooks/v1/delivery_service_pb.js";
 import { Receiver } from "../helpers/receiver.js";
 import { API_KEY, rest, startTestService, type TestService } from "../helpers/service.js";
-import { postgresOnly } from "../helpers/stores.js";
+import { notOnMongo, postgresOnly } from "../helpers/stores.js";
 import { describe, ofJob, watchOver } from "../helpers/watch.js";
 
 const postgres = postgresOnly(test, "watchers across instances");
+notOnMongo(test, "a watcher on instance B sees what happens on instance A");
 
 if (postgres) {
   test("a watcher on instance B sees what happens on instance A (PostgreSQL LISTEN/NOTIFY)", async (t) => {

@@ -11,7 +11,7 @@ import { openJobs } from "../../src/store/open-jobs.js";
 import { openStore } from "../../src/store/open-store.js";
 import type { SqlPool } from "../../src/store/postgres/sql-pool.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
-import { storeTargets, testOn } from "../helpers/stores.js";
+import { notOnMongo, storeTargets, testOn } from "../helpers/stores.js";
 import { subscriptionRecord } from "../helpers/subscriptions.js";
 
 /**
@@ -94,6 +94,7 @@ function touch(repository: AgendaJobs, attrs: JobParameters): Promise<unknown> {
   return repository.saveJobState(attrs).catch((error: unknown) => error);
 }
 
+notOnMongo(test, "Agenda's repository with a renewal in flight");
 for (const target of storeTargets().filter((t) => t.name !== "mongodb")) {
   testOn(test, target)(`${target.name}: a renewal moves the lock: the run's end is written under the new one, not the old`, async (t) => {
     const { jobs, repository, attrs, job } = await oneRun(t, target);

@@ -9,7 +9,7 @@ import { verifyBody } from "../../src/domain/signature.js";
 import { openStore } from "../../src/store/open-store.js";
 import { Receiver } from "../helpers/receiver.js";
 import { FAST_TEST_ENV, rest, startTestService } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { notOnMongo, storeTargets } from "../helpers/stores.js";
 import { signedSubscription } from "../helpers/subscriptions.js";
 
 for (const target of storeTargets()) {
@@ -49,7 +49,9 @@ for (const target of storeTargets()) {
   });
 
   // What an older version left after a crash between storing and queueing: a notification with no job.
-  if (target.name !== "mongodb")
+  if (target.name === "mongodb")
+    notOnMongo(test, "a notification an older version accepted but never queued is delivered at the next start");
+  else
     test.serial(`${target.name}: a notification an older version accepted but never queued is delivered at the next start`, async (t) => {
       const store = await target.create();
       const receiver = await Receiver.start();

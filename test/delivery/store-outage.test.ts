@@ -3,9 +3,10 @@ import pg from "pg";
 import { adminAuth, createClient } from "../helpers/admin.js";
 import { Receiver } from "../helpers/receiver.js";
 import { rest, startTestService } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { notOnMongo, storeTargets } from "../helpers/stores.js";
 
 const postgres = storeTargets().find((target) => target.name === "postgres");
+notOnMongo(test, "the store's connections killed and refused under the scheduler");
 
 /** Polls `check` until it answers true; fails the test after `timeoutMs`. */
 async function eventually(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {

@@ -55,7 +55,7 @@ async function publish(base: string, clientId: string, n: number) {
 
 for (const target of storeTargets()) {
   testOn(test, target)(
-    `a subscription's rate limit spaces its deliveries; waiting is neither an attempt nor a failure, and another subscription flows at full speed (${target.name})`,
+    `${target.name}: a subscription's rate limit spaces its deliveries; waiting is neither an attempt nor a failure, and another subscription flows at full speed`,
     async (t) => {
       const store = await target.create();
       const [slow, fast] = await Promise.all([Receiver.start(), Receiver.start()]);

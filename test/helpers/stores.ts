@@ -135,6 +135,43 @@ export function storeTargets(): StoreTarget[] {
 }
 
 /**
+ * The tests that run on PostgreSQL but not on MongoDB, each with why: the one
+ * place that names them. Each registers as a skipped "mongodb: …" test
+ * (notOnMongo), so a run lists them and tools/mongo-emulator/run.ts counts
+ * them. Tests of PostgreSQL's own mechanisms (its pool, transactions on a
+ * connection, LISTEN/NOTIFY, a connection lost mid-transaction) have no
+ * MongoDB counterpart and are not listed.
+ */
+export const NOT_ON_MONGODB = {
+  "jobs published on one instance are taken up by another at once":
+    "on MongoDB that wake-up is a change stream (MONGODB_CHANGE_STREAMS=true, a replica set), which the emulator lacks",
+  "a watcher on instance B sees what happens on instance A":
+    "on MongoDB the live feed crosses instances through a change stream (MONGODB_CHANGE_STREAMS=true), which the emulator lacks",
+  "the store's connections killed and refused under the scheduler":
+    "kills and refuses the database's connections from the server's side (pg_terminate_backend, ALLOW_CONNECTIONS); the emulator has no such control",
+  "Agenda's repository with a renewal in flight":
+    "slows each SQL statement by a network's round trip to keep the renewal in flight; the races it checks are in AgendaJobs, the same over every store",
+  "a notification an older version accepted but never queued is delivered at the next start":
+    "writes that older version's SQL rows; on MongoDB, test/store/job-store.test.ts's test of prepare covers what an older version left",
+} as const;
+
+/** Registers `title` as skipped on MongoDB with its reason from NOT_ON_MONGODB, when MongoDB runs. */
+export function notOnMongo(test: TestFn, title: keyof typeof NOT_ON_MONGODB): void {
+  if (process.env.MONGODB_URL) test.skip(`mongodb: ${title}: ${NOT_ON_MONGODB[title]}`, () => {});
+}
+
+/**
+ * The targets that several instances can share (PostgreSQL and MongoDB, not
+ * the embedded store): a skipped test, named for `what`, says which is missing.
+ */
+export function sharedTargets(test: TestFn, what: string): StoreTarget[] {
+  const targets = storeTargets().filter((target) => target.name !== "pglite");
+  if (!process.env.POSTGRES_URL) test.skip(`postgres: ${what}: set POSTGRES_URL`, () => {});
+  if (!process.env.MONGODB_URL) test.skip(`mongodb: ${what}: set MONGODB_URL`, () => {});
+  return targets;
+}
+
+/**
  * The PostgreSQL target, or undefined without POSTGRES_URL: then a skipped
  * test, named for `what` runs only against PostgreSQL, says so.
  */

@@ -5,6 +5,7 @@ import test from "ava";
 import { renderCatalogTypes } from "../../packages/receiver/scripts/catalog-types.js";
 import * as source from "../../packages/receiver/src/index.js";
 import { DEFAULT_CATALOG } from "../../src/domain/default-catalog.js";
+import { OPERATIONAL_EVENT_TYPES } from "../../src/domain/operational-events.js";
 
 const run = promisify(execFile);
 const PACKAGE = new URL("../../packages/receiver/", import.meta.url);
@@ -13,12 +14,12 @@ test("the catalog's payload types are generated from the service's catalog and u
   const committed = await readFile(new URL("src/catalog.generated.ts", PACKAGE), "utf8");
   t.is(
     committed,
-    renderCatalogTypes(DEFAULT_CATALOG),
-    "run `npm run generate -w @webhooks/receiver` after changing src/domain/default-catalog.ts",
+    renderCatalogTypes([...OPERATIONAL_EVENT_TYPES, ...DEFAULT_CATALOG]),
+    "run `npm run generate -w @webhooks/receiver` after changing src/domain/default-catalog.ts or operational-events.ts",
   );
   t.deepEqual(
     [...source.CATALOG_EVENTS],
-    DEFAULT_CATALOG.map((entry) => entry.name),
+    [...OPERATIONAL_EVENT_TYPES, ...DEFAULT_CATALOG].map((entry) => entry.name),
   );
 });
 

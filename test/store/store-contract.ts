@@ -351,8 +351,8 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<Co
     t.deepEqual((await subscriptions.get(target.id))?.failingSince, seconds(60), "an owner's edit leaves the streak alone");
     await subscriptions.markHealthy(target.id);
     t.is((await subscriptions.get(target.id))?.failingSince, undefined);
-    await subscriptions.disable(target.id, "too many failures", seconds(80));
-    await subscriptions.disable(target.id, "again", seconds(90));
+    t.true(await subscriptions.disable(target.id, "too many failures", seconds(80)), "this call disabled it");
+    t.false(await subscriptions.disable(target.id, "again", seconds(90)), "disabled already: nothing done");
     const disabled = await subscriptions.get(target.id);
     t.false(disabled?.enabled);
     t.is(disabled?.disabledReason, "too many failures");

@@ -18,6 +18,7 @@ const OPTIONAL_FIELDS = [
   "nextPrivateKeyPem",
   "rotationDeadline",
   "failingSince",
+  "failingNoticedAt",
   "disabledReason",
   "disabledAt",
   "rateLimitPerSecond",
@@ -31,6 +32,7 @@ const presentOptional = (s: { [K in OptionalField]?: Subscription[K] | null }): 
   ...optional("nextPrivateKeyPem", s.nextPrivateKeyPem),
   ...optional("rotationDeadline", s.rotationDeadline),
   ...optional("failingSince", s.failingSince),
+  ...optional("failingNoticedAt", s.failingNoticedAt),
   ...optional("disabledReason", s.disabledReason),
   ...optional("disabledAt", s.disabledAt),
   ...optional("rateLimitPerSecond", s.rateLimitPerSecond),
@@ -123,10 +125,10 @@ export class MongoSubscriptionStore implements SubscriptionStore {
 
   async update(s: Subscription, expectedUpdatedAt: Date): Promise<boolean> {
     if (!isString(s.id)) return false;
-    // failingSince belongs to the delivery worker (markFailing/markHealthy): never written here.
-    const { failingSince: _streak, ...present } = presentOptional(s);
+    // The streak belongs to the delivery worker (markFailing/markHealthy/noticeFailing): never written here.
+    const { failingSince: _streak, failingNoticedAt: _noticed, ...present } = presentOptional(s);
     // Absent optional fields are removed, as SQL writes NULL into their columns.
-    const absent: string[] = OPTIONAL_FIELDS.filter((field) => field !== "failingSince" && !(field in present));
+    const absent: string[] = OPTIONAL_FIELDS.filter((field) => field !== "failingSince" && field !== "failingNoticedAt" && !(field in present));
     if (!s.filter) absent.push("filterJson");
     const { matchedCount } = await this.subscriptions.updateOne(
       // Only if nobody changed it since it was read (optimistic concurrency).
@@ -196,14 +198,27 @@ export class MongoSubscriptionStore implements SubscriptionStore {
   async markHealthy(id: string): Promise<void> {
     if (!isString(id)) return;
     // The filter skips the write when no streak runs, as the SQL WHERE does.
-    await this.subscriptions.updateOne({ _id: id, failingSince: { $type: "date" } }, { $unset: { failingSince: "" } });
+    await this.subscriptions.updateOne(
+      { _id: id, failingSince: { $type: "date" } },
+      { $unset: { failingSince: "", failingNoticedAt: "" } },
+    );
   }
 
-  async disable(id: string, reason: string, at: Date): Promise<void> {
-    if (!isString(id)) return;
-    await this.subscriptions.updateOne(
+  async noticeFailing(id: string, since: Date, at: Date): Promise<boolean> {
+    if (!isString(id)) return false;
+    const { modifiedCount } = await this.subscriptions.updateOne(
+      { _id: id, failingSince: since, failingNoticedAt: { $exists: false } },
+      { $set: { failingNoticedAt: at } },
+    );
+    return modifiedCount === 1;
+  }
+
+  async disable(id: string, reason: string, at: Date): Promise<boolean> {
+    if (!isString(id)) return false;
+    const { modifiedCount } = await this.subscriptions.updateOne(
       { _id: id, enabled: true },
       { $set: { enabled: false, disabledReason: reason, disabledAt: at, updatedAt: at } },
     );
+    return modifiedCount === 1;
   }
 }

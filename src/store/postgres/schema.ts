@@ -113,6 +113,7 @@ export const MIGRATIONS: readonly string[] = [
   // subscription's next free slot to hand a waiting job and the earliest its next request may go out,
   // shared by every instance; and the slot a job waits for.
   `ALTER TABLE wh_subscriptions ADD COLUMN rate_limit_per_second integer;
+   ALTER TABLE wh_subscriptions ADD COLUMN failing_noticed_at timestamptz;
    ALTER TABLE wh_delivery_jobs ADD COLUMN throttle_slot_at timestamptz;
    CREATE TABLE wh_throttle_slots (
      subscription_id text PRIMARY KEY REFERENCES wh_subscriptions (id) ON DELETE CASCADE,

@@ -19,6 +19,7 @@ export interface SubscriptionRow {
   next_private_key_pem: string | null;
   rotation_deadline: Date | null;
   failing_since: Date | null;
+  failing_noticed_at: Date | null;
   disabled_reason: string | null;
   disabled_at: Date | null;
   rate_limit_per_second: number | null;
@@ -43,6 +44,7 @@ const COLUMN_SET: Record<keyof SubscriptionRow, true> = {
   next_private_key_pem: true,
   rotation_deadline: true,
   failing_since: true,
+  failing_noticed_at: true,
   disabled_reason: true,
   disabled_at: true,
   rate_limit_per_second: true,
@@ -78,6 +80,7 @@ export const toSubscription = (row: SubscriptionRow): Subscription => ({
   ...optional("nextPrivateKeyPem", row.next_private_key_pem),
   ...optional("rotationDeadline", row.rotation_deadline),
   ...optional("failingSince", row.failing_since),
+  ...optional("failingNoticedAt", row.failing_noticed_at),
   ...optional("disabledReason", row.disabled_reason),
   ...optional("disabledAt", row.disabled_at),
   ...optional("rateLimitPerSecond", row.rate_limit_per_second),
@@ -217,13 +220,25 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
   }
 
   async markHealthy(id: string): Promise<void> {
-    await this.pool.query("UPDATE wh_subscriptions SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL", [id]);
+    await this.pool.query(
+      "UPDATE wh_subscriptions SET failing_since = NULL, failing_noticed_at = NULL WHERE id = $1 AND failing_since IS NOT NULL",
+      [id],
+    );
   }
 
-  async disable(id: string, reason: string, at: Date): Promise<void> {
-    await this.pool.query(
+  async noticeFailing(id: string, since: Date, at: Date): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      "UPDATE wh_subscriptions SET failing_noticed_at = $3 WHERE id = $1 AND failing_since = $2 AND failing_noticed_at IS NULL",
+      [id, since, at],
+    );
+    return rowCount === 1;
+  }
+
+  async disable(id: string, reason: string, at: Date): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
       "UPDATE wh_subscriptions SET enabled = false, disabled_reason = $2, disabled_at = $3, updated_at = $3 WHERE id = $1 AND enabled",
       [id, reason, at],
     );
+    return rowCount === 1;
   }
 }
