@@ -67,7 +67,7 @@ async function logOf(base: string, auth: Record<string, string>, id: string): Pr
 
 for (const target of storeTargets()) {
   testOn(test, target)(
-    `a filter delivers exactly the matching notifications of ${COUNT} published concurrently; no others are made (${target.name})`,
+    `${target.name}: a filter delivers exactly the matching notifications of ${COUNT} published concurrently; no others are made`,
     async (t) => {
       const store = await target.create();
       const receiver = await Receiver.start();
