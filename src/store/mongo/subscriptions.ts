@@ -128,7 +128,9 @@ export class MongoSubscriptionStore implements SubscriptionStore {
     // The streak belongs to the delivery worker (markFailing/markHealthy/noticeFailing): never written here.
     const { failingSince: _streak, failingNoticedAt: _noticed, ...present } = presentOptional(s);
     // Absent optional fields are removed, as SQL writes NULL into their columns.
-    const absent: string[] = OPTIONAL_FIELDS.filter((field) => field !== "failingSince" && field !== "failingNoticedAt" && !(field in present));
+    const absent: string[] = OPTIONAL_FIELDS.filter(
+      (field) => field !== "failingSince" && field !== "failingNoticedAt" && !(field in present),
+    );
     if (!s.filter) absent.push("filterJson");
     const { matchedCount } = await this.subscriptions.updateOne(
       // Only if nobody changed it since it was read (optimistic concurrency).
