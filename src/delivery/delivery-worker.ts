@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { openHeaders } from "../domain/custom-headers.js";
 import type { DeliveryEvent, DeliveryObserver } from "../domain/delivery-events.js";
 import type { KeySealer } from "../domain/key-sealing.js";
 import { type DeliveryAttempt, type FinalStatus, SUBSCRIPTION_DELETED, type Subscription } from "../domain/model.js";
@@ -148,7 +149,15 @@ export class DeliveryWorker {
 
     let headers: Record<string, string>;
     try {
-      headers = await this.#signer.headers(notification, subscription, attempt);
+      headers = openHeaders(this.deps.sealer, subscription);
+    } catch (err) {
+      await abandon(`the subscription's custom headers do not open (${(err as Error).message})`);
+      log.error({ err }, "delivery failed: custom headers do not open");
+      return "done";
+    }
+    try {
+      // After the custom headers: those the service sets always win (custom-headers.ts refuses their names anyway).
+      headers = { ...headers, ...(await this.#signer.headers(notification, subscription, attempt)) };
     } catch (err) {
       // A key that does not open (another SIGNING_MASTER_KEY, a damaged row)
       // will not open on a retry either: fail visibly instead of looping.

@@ -6,7 +6,7 @@ import type { SendResult } from "./http-sender.js";
 export interface RelayRequest {
   notification: Notification;
   attempt: number;
-  /** `X-Signature`, `X-JobId`, `X-JobAttempt`: what the HTTP delivery would carry. */
+  /** `X-Signature`, `X-JobId`, `X-JobAttempt` and the custom headers: what the HTTP delivery would carry. */
   headers: Record<string, string>;
   /** Aborted when the service shuts down. */
   signal: AbortSignal;

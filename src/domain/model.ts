@@ -83,6 +83,10 @@ export interface Subscription {
   disabledAt?: Date;
   /** Most deliveries per second across every instance; absent: no limit (see delivery/fairness/throttle.ts). */
   rateLimitPerSecond?: number;
+  /** Headers sent with every delivery, as one JSON object sealed like the private keys (see custom-headers.ts); absent: none. */
+  sealedHeaders?: string;
+  /** Which notifications it takes (see payload-filter.ts); absent: every one. */
+  filter?: JsonObject;
   createdAt: Date;
   updatedAt: Date;
 }

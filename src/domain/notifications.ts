@@ -5,6 +5,7 @@ import { isWellFormedId, newId } from "./ids.js";
 import type { DeliveryAttempt, JsonObject, Notification, NotificationStatus, Subscription } from "./model.js";
 import { buildNotificationBody } from "./notification-body.js";
 import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
+import { matchesFilter } from "./payload-filter.js";
 import { assertPayloadMatches } from "./payload-schema.js";
 import type { ClientStore, DeliveryQueue, NotificationStore, SubscriptionStore } from "./ports.js";
 import type { Subscriptions } from "./subscriptions.js";
@@ -60,9 +61,11 @@ export class Notifications {
     const key = input.idempotencyKey ?? "";
     assertIdempotencyKey(key);
     const found = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
-    const subscriptions = input.except === undefined ? found : found.filter((subscription) => subscription.id !== input.except);
+    const subscribed = input.except === undefined ? found : found.filter((subscription) => subscription.id !== input.except);
     // A client with a subscription exists: only a publish reaching nobody asks.
-    if (subscriptions.length === 0) await this.#requireClient(input.clientId);
+    if (subscribed.length === 0) await this.#requireClient(input.clientId);
+    // A subscription whose filter the payload misses gets no notification at all, so nothing in its delivery log.
+    const subscriptions = subscribed.filter((s) => !s.filter || matchesFilter(s.filter, input.payload));
     const notifications = this.#fanOut(subscriptions, type.name, body, at);
     if (key === "") {
       await this.#accept(notifications, subscriptions);

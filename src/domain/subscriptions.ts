@@ -1,9 +1,11 @@
+import { type CustomHeaders, checkHeaders, maskHeaders, openHeaders, sealHeaders } from "./custom-headers.js";
 import { ConflictError, FailedPreconditionError, NotFoundError, QuotaExceededError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
 import { isWellFormedId, newId } from "./ids.js";
 import type { KeySealer } from "./key-sealing.js";
-import type { SignatureScheme, Subscription } from "./model.js";
+import type { JsonObject, SignatureScheme, Subscription } from "./model.js";
 import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
+import { checkFilter } from "./payload-filter.js";
 import type { SubscriptionStore } from "./ports.js";
 import { RELAY_SCHEME, relayUrl } from "./relay.js";
 import { DEFAULT_SIGNATURE_SCHEME, generateKeyMaterial } from "./signature-schemes.js";
@@ -20,6 +22,10 @@ export interface CreateSubscriptionInput {
   relay?: boolean;
   /** Most deliveries per second; 0 or absent: no limit. */
   rateLimitPerSecond?: number;
+  /** Sent with every delivery; empty or absent: none. */
+  headers?: CustomHeaders;
+  /** Which notifications it takes; empty or absent: every one. */
+  filter?: JsonObject;
 }
 
 /** What the owner verifies deliveries with, as the API shows it. */
@@ -36,6 +42,10 @@ export interface SubscriptionChanges {
   enabled?: boolean;
   /** 0: no limit. */
   rateLimitPerSecond?: number;
+  /** Replaces every custom header (values must be strings); {} removes them. */
+  headers?: JsonObject;
+  /** Replaces the filter; {} removes it. */
+  filter?: JsonObject;
 }
 
 export interface SubscriptionsDeps {
@@ -85,6 +95,11 @@ function rateLimit(value: number | undefined): number | undefined {
   return value;
 }
 
+/** The filter as stored: undefined for none. */
+function payloadFilter(filter: JsonObject | undefined): JsonObject | undefined {
+  return filter === undefined || Object.keys(filter).length === 0 ? undefined : checkFilter(filter);
+}
+
 /** A client's subscriptions: create, read, change, rotate keys, delete. */
 export class Subscriptions {
   constructor(private readonly deps: SubscriptionsDeps) {}
@@ -96,6 +111,8 @@ export class Subscriptions {
     const url = input.relay ? relayUrl(id) : normaliseTargetUrl(input.url, this.deps.targetPolicy);
     assertDescription(input.description);
     const rateLimitPerSecond = rateLimit(input.rateLimitPerSecond);
+    const sealedHeaders = sealHeaders(this.deps.sealer, checkHeaders(input.headers ?? {}), id);
+    const filter = payloadFilter(input.filter);
     const signatureScheme = input.signatureScheme ?? DEFAULT_SIGNATURE_SCHEME;
     const keys = await generateKeyMaterial(signatureScheme, this.deps.signingKeyBits);
     const now = new Date();
@@ -110,6 +127,8 @@ export class Subscriptions {
       publicKeyPem: keys.publicKeyPem,
       privateKeyPem: this.deps.sealer.seal(keys.privateKeyPem, id),
       ...(rateLimitPerSecond ? { rateLimitPerSecond } : {}),
+      ...(sealedHeaders ? { sealedHeaders } : {}),
+      ...(filter ? { filter } : {}),
       createdAt: now,
       updatedAt: now,
     };
@@ -154,6 +173,16 @@ export class Subscriptions {
       const { rateLimitPerSecond: _old, ...rest } = next;
       const limit = rateLimit(changes.rateLimitPerSecond);
       next = limit ? { ...rest, rateLimitPerSecond: limit } : rest;
+    }
+    if (changes.headers !== undefined) {
+      const { sealedHeaders: _old, ...rest } = next;
+      const sealedHeaders = sealHeaders(this.deps.sealer, checkHeaders(changes.headers), id);
+      next = sealedHeaders ? { ...rest, sealedHeaders } : rest;
+    }
+    if (changes.filter !== undefined) {
+      const { filter: _old, ...rest } = next;
+      const filter = payloadFilter(changes.filter);
+      next = filter ? { ...rest, filter } : rest;
     }
     if (changes.enabled === true) {
       const { disabledReason: _r, disabledAt: _a, ...enabled } = next;
@@ -211,6 +240,16 @@ export class Subscriptions {
     }
     const open = (sealed: string) => this.deps.sealer.open(sealed, subscription.id);
     return { signatureKey: open(privateKeyPem), ...(nextPrivateKeyPem ? { nextSignatureKey: open(nextPrivateKeyPem) } : {}) };
+  }
+
+  /**
+   * The custom headers as the API shows them: each value masked, unless
+   * `inTheClear` (only in the answer to the subscription's creation, which
+   * holds nothing its caller did not just send).
+   */
+  shownHeaders(subscription: Subscription, inTheClear = false): CustomHeaders {
+    const headers = openHeaders(this.deps.sealer, subscription);
+    return inTheClear ? headers : maskHeaders(headers);
   }
 
   /**

@@ -196,6 +196,51 @@ if (!existsSync(CHROMIUM)) {
     t.is(await stored(0), 0, "empty lifts the limit");
   });
 
+  test.serial("set headers and a filter on the subscription's page; the headers go with a sample", async (t) => {
+    const id = /#\/subscriptions\/(sub_[0-9a-f]+)/.exec(page.url())?.[1] ?? "";
+    const read = async () =>
+      (await (
+        await fetch(`${running.baseUrl}/api/webhookSubscription/${id}`, { headers: { authorization: `Bearer ${API_KEY}` } })
+      ).json()) as { headers?: Record<string, string>; filter?: unknown };
+    const controls = page.getByRole("region", { name: "Headers and filter" });
+    await controls.getByLabel("New headers (replace all; an empty box removes them)").fill("X-Portal: p0rtal-value\nX-Team: ops");
+    await controls.getByRole("button", { name: "Save headers" }).click();
+    await controls.getByText("Sent with every delivery: X-Portal, X-Team.").waitFor();
+    t.deepEqual((await read()).headers, { "X-Portal": "••••", "X-Team": "••••" });
+    t.false((await controls.textContent())?.includes("p0rtal-value"), "the value is not shown back");
+    const before = receiver.requests.length;
+    await page.getByRole("button", { name: "Send sample" }).click();
+    const [sample] = (await receiver.waitFor(before + 1)).slice(before);
+    t.is(sample?.headers["x-portal"], "p0rtal-value");
+
+    await controls.getByLabel("New headers (replace all; an empty box removes them)").fill("Content-Type: text/plain");
+    await controls.getByRole("button", { name: "Save headers" }).click();
+    await controls.getByText(/headers\."Content-Type": the service sets this header itself/).waitFor();
+
+    const filterField = controls.getByLabel("Payload filter (empty: every notification)");
+    await filterField.fill("{Currency: EUR}");
+    await controls.getByRole("button", { name: "Save filter" }).click();
+    await controls.getByText(/^Filter: not JSON/).waitFor();
+    await filterField.fill('{"TotalAmount": {"$foo": 1}}');
+    await controls.getByRole("button", { name: "Save filter" }).click();
+    await controls.getByText(/filter\.TotalAmount: unknown operator \$foo/).waitFor();
+    await filterField.fill('{"Currency": {"$in": ["EUR", "CHF"]}}');
+    await controls.getByRole("button", { name: "Save filter" }).click();
+    await controls.getByText("Filter saved.").waitFor();
+    t.deepEqual((await read()).filter, { Currency: { $in: ["EUR", "CHF"] } });
+    await shot("subscription-controls");
+
+    await filterField.fill("");
+    await controls.getByRole("button", { name: "Save filter" }).click();
+    await controls.getByText("Filter saved.").waitFor();
+    await controls.getByLabel("New headers (replace all; an empty box removes them)").fill("");
+    await controls.getByRole("button", { name: "Save headers" }).click();
+    await controls.getByText("No custom headers.").waitFor();
+    const cleared = await read();
+    t.is(cleared.filter, undefined, "an empty box removes the filter");
+    t.deepEqual(cleared.headers ?? {}, {}, "and the headers");
+  });
+
   test.serial("rotate the signature key and confirm; disable and enable", async (t) => {
     const before = await page.getByLabel(/^Current key/).inputValue();
     t.true(before.length > 0);

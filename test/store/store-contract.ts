@@ -109,7 +109,13 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<Co
     const older = subscription(owner.id, { createdAt: seconds(1) });
     const newer = subscription(owner.id, { createdAt: seconds(2), event: "Order.Shipped", enabled: false });
     const foreign = subscription(other.id);
-    const elsewhere = subscription(owner.id, { url: "https://example.com/other", signatureScheme: "STANDARD_WEBHOOKS" });
+    const elsewhere = subscription(owner.id, {
+      url: "https://example.com/other",
+      signatureScheme: "STANDARD_WEBHOOKS",
+      rateLimitPerSecond: 7,
+      sealedHeaders: "sealed:v1:opaque",
+      filter: { Currency: { $in: ["EUR", "CHF"] }, "Customer.Country": "CH", $or: [{ TotalAmount: { $gte: 100.5 } }, { Vip: true }] },
+    });
     for (const s of [newer, foreign, older, elsewhere]) await subscriptions.insert(s);
 
     t.deepEqual(await subscriptions.get(older.id), older);
@@ -326,12 +332,14 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<Co
       nextPublicKeyPem: "next-public",
       nextPrivateKeyPem: "next-private",
       rotationDeadline: seconds(50),
+      sealedHeaders: "sealed:v1:headers",
+      filter: { $and: [{ Status: { $nin: ["cancelled", null] } }, { Lines: { $exists: true } }] },
       updatedAt: seconds(40),
     };
     t.true(await subscriptions.update(rotated, target.updatedAt));
     t.deepEqual(await subscriptions.get(target.id), rotated);
     t.false(await subscriptions.update({ ...rotated, description: "stale" }, target.updatedAt), "a stale read does not overwrite");
-    const { nextPublicKeyPem: _a, nextPrivateKeyPem: _b, rotationDeadline: _c, ...unrotated } = rotated;
+    const { nextPublicKeyPem: _a, nextPrivateKeyPem: _b, rotationDeadline: _c, sealedHeaders: _d, filter: _e, ...unrotated } = rotated;
     const settled = { ...unrotated, updatedAt: seconds(45) };
     t.true(await subscriptions.update(settled, rotated.updatedAt));
     t.deepEqual(await subscriptions.get(target.id), settled, "absent optional fields are cleared");

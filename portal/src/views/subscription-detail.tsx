@@ -5,6 +5,7 @@ import { subscriptions } from "../api.js";
 import { ConfirmButton, CopyButton, ErrorText, Section, useAction, useLoad } from "../components.js";
 import { formatTime } from "../format.js";
 import { href, navigate } from "../router.js";
+import { DeliveryControls } from "./delivery-controls.js";
 import { DeliveryLog } from "./delivery-log.js";
 import { LiveView } from "./live-view.js";
 
@@ -213,6 +214,7 @@ export function SubscriptionDetail({ id }: { id: string }) {
             <State subscription={subscription} onChanged={setChanged} />
             <Settings subscription={subscription} onSaved={setChanged} key={String(subscription.updatedAt?.seconds)} />
           </div>
+          <DeliveryControls subscription={subscription} onSaved={setChanged} />
           <SigningKey subscription={subscription} onChanged={setChanged} />
           <LiveView subscriptionId={subscription.id} onActivity={onActivity} />
           <DeliveryLog subscriptionId={subscription.id} refresh={refresh} />

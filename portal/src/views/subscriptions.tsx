@@ -3,12 +3,15 @@ import { subscriptions } from "../api.js";
 import { ErrorText, Pager, Section, useAction, useLoad, usePages } from "../components.js";
 import { formatTime } from "../format.js";
 import { href, navigate } from "../router.js";
+import { FILTER_HINT, HEADERS_HINT, parseFilterText, parseHeaderLines } from "./delivery-controls.js";
 
 function CreateSubscription({ onCreated }: { onCreated: () => void }) {
   const catalog = useLoad(async () => (await subscriptions.listEvents({})).events, []);
   const [event, setEvent] = useState("");
   const [url, setUrl] = useState("");
   const [description, setDescription] = useState("");
+  const [headers, setHeaders] = useState("");
+  const [filter, setFilter] = useState("");
   const create = useAction();
   const chosen = event || catalog.value?.[0]?.name || "";
   return (
@@ -19,11 +22,14 @@ function CreateSubscription({ onCreated }: { onCreated: () => void }) {
           submitted.preventDefault();
           let id = "";
           const created = await create.run(async () => {
-            id = (await subscriptions.createSubscription({ event: chosen, url, description })).subscription?.id ?? "";
+            const request = { event: chosen, url, description, headers: parseHeaderLines(headers), filter: parseFilterText(filter) };
+            id = (await subscriptions.createSubscription(request)).subscription?.id ?? "";
           });
           if (!created) return;
           setUrl("");
           setDescription("");
+          setHeaders("");
+          setFilter("");
           onCreated();
           navigate("subscriptions", id);
         }}
@@ -50,6 +56,22 @@ function CreateSubscription({ onCreated }: { onCreated: () => void }) {
         <ErrorText error={create.error} id="create-error" />
         <label for="create-description">Description (optional)</label>
         <input id="create-description" type="text" value={description} onInput={(changed) => setDescription(changed.currentTarget.value)} />
+        <label for="create-headers">Headers sent with every delivery (optional)</label>
+        <textarea
+          id="create-headers"
+          rows={2}
+          value={headers}
+          placeholder={HEADERS_HINT}
+          onInput={(changed) => setHeaders(changed.currentTarget.value)}
+        />
+        <label for="create-filter">Payload filter (optional: every notification without one)</label>
+        <textarea
+          id="create-filter"
+          rows={2}
+          value={filter}
+          placeholder={FILTER_HINT}
+          onInput={(changed) => setFilter(changed.currentTarget.value)}
+        />
         <button type="submit" disabled={create.busy}>
           Create subscription
         </button>

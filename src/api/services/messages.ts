@@ -54,8 +54,8 @@ export function schemeFromMessage(scheme: Scheme): SignatureScheme | undefined {
   return found;
 }
 
-/** `keys` are the ones the owner verifies with (Subscriptions.signatureKeys). */
-export function toSubscriptionMessage(s: Subscription, keys: SignatureKeys): SubscriptionMessage {
+/** `keys` are the ones the owner verifies with (Subscriptions.signatureKeys); `headers`, as shown (Subscriptions.shownHeaders). */
+export function toSubscriptionMessage(s: Subscription, keys: SignatureKeys, headers: Record<string, string>): SubscriptionMessage {
   return create(SubscriptionSchema, {
     id: s.id,
     event: s.event,
@@ -72,6 +72,8 @@ export function toSubscriptionMessage(s: Subscription, keys: SignatureKeys): Sub
     disabledReason: s.disabledReason ?? "",
     disabledAt: timestamp(s.disabledAt),
     rateLimitPerSecond: s.rateLimitPerSecond ?? 0,
+    headers,
+    ...(s.filter ? { filter: s.filter } : {}),
   });
 }
 

@@ -13,7 +13,12 @@ export function createSubscriptionService(deps: {
   notifications: Notifications;
 }): ServiceImpl<typeof SubscriptionService> {
   const { subscriptions } = deps;
-  const view = (subscription: Subscription) => toSubscriptionMessage(subscription, subscriptions.signatureKeys(subscription));
+  const view = (subscription: Subscription, headersInTheClear = false) =>
+    toSubscriptionMessage(
+      subscription,
+      subscriptions.signatureKeys(subscription),
+      subscriptions.shownHeaders(subscription, headersInTheClear),
+    );
   return {
     async listEvents() {
       return { events: (await deps.catalog.list()).map(toEventTypeMessage) };
@@ -29,8 +34,10 @@ export function createSubscriptionService(deps: {
         ...(signatureScheme ? { signatureScheme } : {}),
         relay: req.relay,
         rateLimitPerSecond: req.rateLimitPerSecond,
+        headers: req.headers,
+        ...(req.filter ? { filter: req.filter } : {}),
       });
-      return { subscription: view(subscription) };
+      return { subscription: view(subscription, true) };
     },
 
     async triggerSampleEventNotification(req, context) {
@@ -40,7 +47,7 @@ export function createSubscriptionService(deps: {
 
     async listSubscriptions(req, context) {
       const page = await subscriptions.list(requireClient(context.values).id, req.pageSize, req.pageToken);
-      return { subscriptions: page.items.map(view), nextPageToken: page.nextPageToken };
+      return { subscriptions: page.items.map((subscription) => view(subscription)), nextPageToken: page.nextPageToken };
     },
 
     async getSubscription(req, context) {
@@ -53,6 +60,8 @@ export function createSubscriptionService(deps: {
         ...(req.description === undefined ? {} : { description: req.description }),
         ...(req.enabled === undefined ? {} : { enabled: req.enabled }),
         ...(req.rateLimitPerSecond === undefined ? {} : { rateLimitPerSecond: req.rateLimitPerSecond }),
+        ...(req.headers === undefined ? {} : { headers: req.headers }),
+        ...(req.filter === undefined ? {} : { filter: req.filter }),
       });
       return { subscription: view(updated) };
     },

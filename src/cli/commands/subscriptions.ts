@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import { type Command, InvalidArgumentError } from "commander";
 import { type Subscription, SubscriptionSchema } from "../../gen/webhooks/v1/subscription_pb.js";
 import {
@@ -16,6 +16,25 @@ function wholeNumber(value: string): number {
   return Number(value);
 }
 
+/** `Name: value`, as curl's -H takes it, collected into one map for repeated --header. */
+function header(text: string, collected: Record<string, string> = {}): Record<string, string> {
+  const colon = text.indexOf(":");
+  if (colon <= 0) throw new InvalidArgumentError('"Name: value", e.g. "X-Api-Key: s3cr3t"');
+  return { ...collected, [text.slice(0, colon).trim()]: text.slice(colon + 1).trimStart() };
+}
+
+/** A JSON object, for --filter. */
+function jsonObject(text: string): JsonObject {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {}
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new InvalidArgumentError(`a JSON object, e.g. '{"Currency": {"$in": ["EUR", "CHF"]}}'`);
+  }
+  return value as JsonObject;
+}
+
 function printSubscription(out: Output, subscription: Subscription, signatureKey = false): void {
   out.fields([
     ["id", subscription.id],
@@ -29,6 +48,8 @@ function printSubscription(out: Output, subscription: Subscription, signatureKey
     ],
     ["description", subscription.description],
     ...(subscription.rateLimitPerSecond ? ([["rate limit", `${subscription.rateLimitPerSecond}/s`]] as const) : []),
+    ...Object.entries(subscription.headers).map(([name, value]) => ["header", `${name}: ${value}`] as const),
+    ...(subscription.filter ? ([["filter", JSON.stringify(subscription.filter)]] as const) : []),
     ["created", time(subscription.createdAt)],
     ...(subscription.failingSince ? ([["failing since", time(subscription.failingSince)]] as const) : []),
     ...(subscription.rotationDeadline ? ([["rotation deadline", time(subscription.rotationDeadline)]] as const) : []),
@@ -98,35 +119,65 @@ export function addSubscriptionCommands(program: Command, context: Context): voi
     .requiredOption("--url <url>", "the HTTPS endpoint receiving the notifications")
     .option("--description <text>", "free text for your own bookkeeping", "")
     .option("--rate-limit <n>", "most deliveries per second (0: no limit)", wholeNumber, 0)
-    .action(async (options: { event: string; url: string; description: string; rateLimit: number }) => {
-      const { out, connection } = context();
-      const { rateLimit, ...rest } = options;
-      const { subscription } = await connection
-        .client(SubscriptionService, "apiKey")
-        .createSubscription({ ...rest, rateLimitPerSecond: rateLimit });
-      if (!subscription) throw new Error("the service answered without a subscription");
-      if (out.json) return out.message(SubscriptionSchema, subscription);
-      printSubscription(out, subscription, true);
-    });
+    .option("--header <name: value>", "a header sent with every delivery (repeat for more); shown only now", header)
+    .option("--filter <json>", "deliver only notifications whose payload matches this JSON filter", jsonObject)
+    .action(
+      async (options: {
+        event: string;
+        url: string;
+        description: string;
+        rateLimit: number;
+        header?: Record<string, string>;
+        filter?: JsonObject;
+      }) => {
+        const { out, connection } = context();
+        const { rateLimit, header: headers, ...rest } = options;
+        const { subscription } = await connection
+          .client(SubscriptionService, "apiKey")
+          .createSubscription({ ...rest, rateLimitPerSecond: rateLimit, headers: headers ?? {} });
+        if (!subscription) throw new Error("the service answered without a subscription");
+        if (out.json) return out.message(SubscriptionSchema, subscription);
+        printSubscription(out, subscription, true);
+      },
+    );
 
   subscriptions
     .command("update <id>")
-    .description("changes the URL, the description, the rate limit, or turns it on or off")
+    .description("changes the URL, the description, the rate limit, the headers, the filter, or turns it on or off")
     .option("--url <url>")
     .option("--description <text>")
     .option("--rate-limit <n>", "most deliveries per second (0: no limit)", wholeNumber)
+    .option("--header <name: value>", "replaces all headers with these (repeat for more)", header)
+    .option("--clear-headers", "removes all headers")
+    .option("--filter <json>", "replaces the filter ('{}' removes it)", jsonObject)
     .option("--enable", "turn deliveries on (clears a failure streak)")
     .option("--disable", "turn deliveries off")
     .action(
-      async (id: string, options: { url?: string; description?: string; rateLimit?: number; enable?: boolean; disable?: boolean }) => {
+      async (
+        id: string,
+        options: {
+          url?: string;
+          description?: string;
+          rateLimit?: number;
+          header?: Record<string, string>;
+          clearHeaders?: boolean;
+          filter?: JsonObject;
+          enable?: boolean;
+          disable?: boolean;
+        },
+      ) => {
         const { out, connection } = context();
         if (options.enable && options.disable) throw new Error("--enable or --disable, not both");
+        if (options.header && options.clearHeaders) throw new Error("--header or --clear-headers, not both");
         const enabled = options.enable ? true : options.disable ? false : undefined;
+        const headers = options.clearHeaders ? {} : options.header;
         const { subscription } = await connection.client(SubscriptionService, "apiKey").updateSubscription({
           id,
           ...(options.url === undefined ? {} : { url: options.url }),
           ...(options.description === undefined ? {} : { description: options.description }),
           ...(options.rateLimit === undefined ? {} : { rateLimitPerSecond: options.rateLimit }),
+          ...(headers === undefined ? {} : { headers }),
+          ...(options.filter === undefined ? {} : { filter: options.filter }),
           ...(enabled === undefined ? {} : { enabled }),
         });
         if (!subscription) throw new Error("the service answered without a subscription");

@@ -40,11 +40,13 @@ export interface EventTypeDoc {
 }
 
 /** `signatureScheme` is missing from documents written before schemes existed: those are RSA_SHA256. */
-export interface SubscriptionDoc extends Omit<Subscription, "id" | "signatureScheme"> {
+export interface SubscriptionDoc extends Omit<Subscription, "id" | "signatureScheme" | "filter"> {
   _id: string;
   signatureScheme?: Subscription["signatureScheme"];
   /** The rotation deadline its client was told of (SignatureKey.RotationEnding). */
   rotationNoticedFor?: Date;
+  /** The payload filter as JSON text: its `$` operators would read as field names MongoDB refuses. */
+  filterJson?: string;
 }
 
 export interface NotificationDoc extends Omit<Notification, "id"> {

@@ -1,5 +1,5 @@
 import type { Collection, Filter } from "mongodb";
-import { SUBSCRIPTION_DELETED, type Subscription } from "../../domain/model.js";
+import { type JsonObject, SUBSCRIPTION_DELETED, type Subscription } from "../../domain/model.js";
 import type { Cursor, QuotaInsert, SubscriptionStore } from "../../domain/ports.js";
 import {
   type AttemptDoc,
@@ -22,6 +22,7 @@ const OPTIONAL_FIELDS = [
   "disabledReason",
   "disabledAt",
   "rateLimitPerSecond",
+  "sealedHeaders",
 ] as const;
 type OptionalField = (typeof OPTIONAL_FIELDS)[number];
 
@@ -35,7 +36,10 @@ const presentOptional = (s: { [K in OptionalField]?: Subscription[K] | null }): 
   ...optional("disabledReason", s.disabledReason),
   ...optional("disabledAt", s.disabledAt),
   ...optional("rateLimitPerSecond", s.rateLimitPerSecond),
+  ...optional("sealedHeaders", s.sealedHeaders),
 });
+
+const filterField = (s: Subscription): { filterJson?: string } => (s.filter ? { filterJson: JSON.stringify(s.filter) } : {});
 
 // Field by field, so a stray document field never leaks into the record and a stored null reads as absent.
 export const toSubscription = (d: SubscriptionDoc): Subscription => ({
@@ -49,6 +53,7 @@ export const toSubscription = (d: SubscriptionDoc): Subscription => ({
   publicKeyPem: d.publicKeyPem,
   privateKeyPem: d.privateKeyPem,
   ...presentOptional(d),
+  ...(d.filterJson ? { filter: JSON.parse(d.filterJson) as JsonObject } : {}),
   createdAt: d.createdAt,
   updatedAt: d.updatedAt,
 });
@@ -79,6 +84,7 @@ export class MongoSubscriptionStore implements SubscriptionStore {
       publicKeyPem: s.publicKeyPem,
       privateKeyPem: s.privateKeyPem,
       ...presentOptional(s),
+      ...filterField(s),
       createdAt: s.createdAt,
       updatedAt: s.updatedAt,
     });
@@ -164,7 +170,10 @@ export class MongoSubscriptionStore implements SubscriptionStore {
     // The streak belongs to the delivery worker (markFailing/markHealthy/noticeFailing): never written here.
     const { failingSince: _streak, failingNoticedAt: _noticed, ...present } = presentOptional(s);
     // Absent optional fields are removed, as SQL writes NULL into their columns.
-    const absent = OPTIONAL_FIELDS.filter((field) => field !== "failingSince" && field !== "failingNoticedAt" && !(field in present));
+    const absent: string[] = OPTIONAL_FIELDS.filter(
+      (field) => field !== "failingSince" && field !== "failingNoticedAt" && !(field in present),
+    );
+    if (!s.filter) absent.push("filterJson");
     const { matchedCount } = await this.subscriptions.updateOne(
       // Only if nobody changed it since it was read (optimistic concurrency).
       { _id: s.id, updatedAt: expectedUpdatedAt },
@@ -176,6 +185,7 @@ export class MongoSubscriptionStore implements SubscriptionStore {
           publicKeyPem: s.publicKeyPem,
           privateKeyPem: s.privateKeyPem,
           ...present,
+          ...filterField(s),
           updatedAt: s.updatedAt,
         },
         // Servers before 5.0 refuse an empty operator document.

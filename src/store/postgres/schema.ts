@@ -127,6 +127,9 @@ export const MIGRATIONS: readonly string[] = [
      next_at timestamptz NOT NULL,
      send_at timestamptz
    );`,
+  // A subscription's custom headers, sealed (domain/custom-headers.ts), and its payload filter
+  // (domain/payload-filter.ts); null: none.
+  "ALTER TABLE wh_subscriptions ADD COLUMN sealed_headers text, ADD COLUMN payload_filter jsonb",
 ];
 
 /** Brings the schema up to date; `migrations` other than all of them only to build an older schema in a test. */

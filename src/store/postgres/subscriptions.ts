@@ -1,5 +1,5 @@
 import { Coalescer } from "../../coalescer.js";
-import type { SignatureScheme, Subscription } from "../../domain/model.js";
+import type { JsonObject, SignatureScheme, Subscription } from "../../domain/model.js";
 import { SUBSCRIPTION_DELETED } from "../../domain/model.js";
 import type { Cursor, QuotaInsert, SubscriptionStore } from "../../domain/ports.js";
 import { isDataError, optional } from "./rows.js";
@@ -24,6 +24,8 @@ export interface SubscriptionRow {
   disabled_reason: string | null;
   disabled_at: Date | null;
   rate_limit_per_second: number | null;
+  sealed_headers: string | null;
+  payload_filter: JsonObject | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -47,6 +49,8 @@ const COLUMN_SET: Record<keyof SubscriptionRow, true> = {
   disabled_reason: true,
   disabled_at: true,
   rate_limit_per_second: true,
+  sealed_headers: true,
+  payload_filter: true,
   created_at: true,
   updated_at: true,
 };
@@ -81,6 +85,8 @@ export const toSubscription = (row: SubscriptionRow): Subscription => ({
   ...optional("disabledReason", row.disabled_reason),
   ...optional("disabledAt", row.disabled_at),
   ...optional("rateLimitPerSecond", row.rate_limit_per_second),
+  ...optional("sealedHeaders", row.sealed_headers),
+  ...optional("filter", row.payload_filter),
   createdAt: row.created_at,
   updatedAt: row.updated_at,
 });
@@ -99,6 +105,9 @@ const mutable = (s: Subscription) => [
   s.disabledAt ?? null,
   s.updatedAt,
   s.rateLimitPerSecond ?? null,
+  s.sealedHeaders ?? null,
+  // As text: the driver would send a JavaScript object as it pleases.
+  s.filter ? JSON.stringify(s.filter) : null,
 ];
 
 export class PostgresSubscriptionStore implements SubscriptionStore {
@@ -163,9 +172,9 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
   async #insert(connection: Pick<SqlClient, "query">, s: Subscription): Promise<void> {
     await connection.query(
       `INSERT INTO wh_subscriptions (id, url, description, enabled, public_key_pem, private_key_pem, next_public_key_pem,
-         next_private_key_pem, rotation_deadline, disabled_reason, disabled_at, updated_at, rate_limit_per_second, client_id, event,
-         created_at, failing_since, signature_scheme)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+         next_private_key_pem, rotation_deadline, disabled_reason, disabled_at, updated_at, rate_limit_per_second, sealed_headers,
+         payload_filter, client_id, event, created_at, failing_since, signature_scheme)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16, $17, $18, $19, $20)`,
       [s.id, ...mutable(s), s.clientId, s.event, s.createdAt, s.failingSince ?? null, s.signatureScheme],
     );
   }
@@ -203,8 +212,9 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     const { rowCount } = await this.pool.query(
       `UPDATE wh_subscriptions SET url = $2, description = $3, enabled = $4, public_key_pem = $5, private_key_pem = $6,
          next_public_key_pem = $7, next_private_key_pem = $8, rotation_deadline = $9,
-         disabled_reason = $10, disabled_at = $11, updated_at = $12, rate_limit_per_second = $13
-       WHERE id = $1 AND updated_at = $14`,
+         disabled_reason = $10, disabled_at = $11, updated_at = $12, rate_limit_per_second = $13, sealed_headers = $14,
+         payload_filter = $15::jsonb
+       WHERE id = $1 AND updated_at = $16`,
       [s.id, ...mutable(s), expectedUpdatedAt],
     );
     return rowCount === 1;

@@ -307,7 +307,8 @@ export type DeliveryActivity = Message<"webhooks.v1.DeliveryActivity"> & {
 
   /**
    * RELAY_REQUEST: the exact body and the headers the delivery carries
-   * (`X-Signature`, `X-JobId`, `X-JobAttempt`, `Content-Type`).
+   * (`X-Signature`, `X-JobId`, `X-JobAttempt`, `Content-Type`, and the
+   * subscription's custom headers, for the listener to forward).
    *
    * @generated from field: string body = 15;
    */

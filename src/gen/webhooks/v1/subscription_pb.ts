@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/v1/subscription.proto.
  */
 export const file_webhooks_v1_subscription: GenFile = /*@__PURE__*/
-  fileDesc("Ch53ZWJob29rcy92MS9zdWJzY3JpcHRpb24ucHJvdG8SC3dlYmhvb2tzLnYxIvoDCgxTdWJzY3JpcHRpb24SCgoCaWQYASABKAkSDQoFZXZlbnQYAiABKAkSCwoDdXJsGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhUKDXNpZ25hdHVyZV9rZXkYBSABKAkSDwoHZW5hYmxlZBgGIAEoCBIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIaChJuZXh0X3NpZ25hdHVyZV9rZXkYCSABKAkSNQoRcm90YXRpb25fZGVhZGxpbmUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWZhaWxpbmdfc2luY2UYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2Rpc2FibGVkX3JlYXNvbhgMIAEoCRIvCgtkaXNhYmxlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoQc2lnbmF0dXJlX3NjaGVtZRgOIAEoDjIcLndlYmhvb2tzLnYxLlNpZ25hdHVyZVNjaGVtZRIdChVyYXRlX2xpbWl0X3Blcl9zZWNvbmQYDyABKA0ijQEKCUV2ZW50VHlwZRIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KDnNhbXBsZV9wYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgtqc29uX3NjaGVtYRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QqrAEKD1NpZ25hdHVyZVNjaGVtZRIgChxTSUdOQVRVUkVfU0NIRU1FX1VOU1BFQ0lGSUVEEAASHwobU0lHTkFUVVJFX1NDSEVNRV9SU0FfU0hBMjU2EAESJgoiU0lHTkFUVVJFX1NDSEVNRV9TVEFOREFSRF9XRUJIT09LUxACEi4KKlNJR05BVFVSRV9TQ0hFTUVfU1RBTkRBUkRfV0VCSE9PS1NfRUQyNTUxORADYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch53ZWJob29rcy92MS9zdWJzY3JpcHRpb24ucHJvdG8SC3dlYmhvb2tzLnYxIowFCgxTdWJzY3JpcHRpb24SCgoCaWQYASABKAkSDQoFZXZlbnQYAiABKAkSCwoDdXJsGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhUKDXNpZ25hdHVyZV9rZXkYBSABKAkSDwoHZW5hYmxlZBgGIAEoCBIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIaChJuZXh0X3NpZ25hdHVyZV9rZXkYCSABKAkSNQoRcm90YXRpb25fZGVhZGxpbmUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWZhaWxpbmdfc2luY2UYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2Rpc2FibGVkX3JlYXNvbhgMIAEoCRIvCgtkaXNhYmxlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoQc2lnbmF0dXJlX3NjaGVtZRgOIAEoDjIcLndlYmhvb2tzLnYxLlNpZ25hdHVyZVNjaGVtZRIdChVyYXRlX2xpbWl0X3Blcl9zZWNvbmQYDyABKA0SNwoHaGVhZGVycxgQIAMoCzImLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbi5IZWFkZXJzRW50cnkSJwoGZmlsdGVyGBEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKNAQoJRXZlbnRUeXBlEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCqsAQoPU2lnbmF0dXJlU2NoZW1lEiAKHFNJR05BVFVSRV9TQ0hFTUVfVU5TUEVDSUZJRUQQABIfChtTSUdOQVRVUkVfU0NIRU1FX1JTQV9TSEEyNTYQARImCiJTSUdOQVRVUkVfU0NIRU1FX1NUQU5EQVJEX1dFQkhPT0tTEAISLgoqU0lHTkFUVVJFX1NDSEVNRV9TVEFOREFSRF9XRUJIT09LU19FRDI1NTE5EANiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A subscription links one event type to one receiving URL of one client.
@@ -125,6 +125,25 @@ export type Subscription = Message<"webhooks.v1.Subscription"> & {
    * @generated from field: uint32 rate_limit_per_second = 15;
    */
   rateLimitPerSecond: number;
+
+  /**
+   * Headers sent with every delivery and sample, name → value. Values are
+   * write-only: the answer to CreateSubscription shows them once, every other
+   * answer shows each as `••••` (docs/subscription-controls.md).
+   *
+   * @generated from field: map<string, string> headers = 16;
+   */
+  headers: { [key: string]: string };
+
+  /**
+   * Only notifications whose payload matches this are delivered
+   * (absent: every one). A JSON object of field conditions with `$in`,
+   * `$nin`, `$gt`, `$gte`, `$lt`, `$lte`, `$exists`, `$or` and `$and`
+   * (docs/subscription-controls.md).
+   *
+   * @generated from field: google.protobuf.Struct filter = 17;
+   */
+  filter?: JsonObject | undefined;
 };
 
 /**
