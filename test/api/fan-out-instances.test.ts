@@ -39,6 +39,8 @@ for (const target of sharedTargets(test, "fan-outs kept across instances")) {
       t.is((await publish(1)).length, 1, "B finds the subscription A made, though it read the event's fan-out before");
       await subscribe(second.url);
       t.is((await publish(2)).length, 2, "and the one A added since B kept it");
+      // Delivered before the move: an attempt reads its subscription's URL as it runs.
+      await first.waitFor(2);
       const changed = await rest(a.baseUrl, "PATCH", `/api/webhookSubscription/${firstId}`, { url: moved.url }, owner.auth);
       t.is(changed.status, 200, changed.text);
       t.is((await publish(3, "key-3")).length, 2, "an idempotent publish too");
