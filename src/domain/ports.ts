@@ -52,7 +52,11 @@ export interface EventTypeStore {
 }
 
 /** What `insertWithinQuota` did: inserted, or refused for a subscription to the same event and URL, or for the quota. */
-export type QuotaInsert = { inserted: true } | { inserted: false; duplicateOf: string } | { inserted: false; quota: number };
+export type QuotaInsert = { inserted: true } | QuotaRefusal;
+/** Why a subscription is refused: another to the same event and URL, or the client's quota used up. */
+export type QuotaRefusal = { inserted: false; duplicateOf: string } | { inserted: false; quota: number };
+/** What `insertWithinQuota` compares: the subscription's client, event, URL and scheme. */
+export type QuotaKey = Pick<Subscription, "id" | "clientId" | "event" | "url" | "signatureScheme">;
 
 export interface SubscriptionStore {
   /** Inserts it as it is: no quota, no duplicate check (`insertWithinQuota` is how subscriptions are created). */
@@ -65,6 +69,12 @@ export interface SubscriptionStore {
    * alone would fail.
    */
   insertWithinQuota(subscription: Subscription, defaultQuota: number): Promise<QuotaInsert>;
+  /**
+   * Why `insertWithinQuota` would refuse a subscription like this now
+   * (undefined: it would insert it), so that a refused create costs no key
+   * generation. Only a hint: the insert decides.
+   */
+  refusal(subscription: QuotaKey, defaultQuota: number): Promise<QuotaRefusal | undefined>;
   get(id: string): Promise<Subscription | undefined>;
   /** The client's subscriptions to this exact URL, oldest first. */
   findByUrl(clientId: string, url: string): Promise<Subscription[]>;

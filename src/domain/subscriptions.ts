@@ -6,7 +6,7 @@ import type { KeySealer } from "./key-sealing.js";
 import type { JsonObject, SignatureScheme, Subscription } from "./model.js";
 import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
 import { checkFilter } from "./payload-filter.js";
-import type { SubscriptionStore } from "./ports.js";
+import type { QuotaRefusal, SubscriptionStore } from "./ports.js";
 import { RELAY_SCHEME, relayUrl } from "./relay.js";
 import { DEFAULT_SIGNATURE_SCHEME, generateKeyMaterial } from "./signature-schemes.js";
 import { normaliseTargetUrl, type TargetPolicy } from "./target-url.js";
@@ -100,6 +100,19 @@ function payloadFilter(filter: JsonObject | undefined): JsonObject | undefined {
   return filter === undefined || Object.keys(filter).length === 0 ? undefined : checkFilter(filter);
 }
 
+/** Throws the error a refused create answers with. */
+function refuse(refusal: QuotaRefusal | undefined, event: string): void {
+  if (refusal === undefined) return;
+  if ("duplicateOf" in refusal) {
+    throw new ConflictError(
+      `subscription ${refusal.duplicateOf} already sends ${event} to this url with this signature scheme; use it, or delete it first`,
+    );
+  }
+  throw new QuotaExceededError(
+    `subscription limit reached: a client may hold ${refusal.quota} subscriptions; delete one first, or ask an operator for a higher limit`,
+  );
+}
+
 /** A client's subscriptions: create, read, change, rotate keys, delete. */
 export class Subscriptions {
   constructor(private readonly deps: SubscriptionsDeps) {}
@@ -114,6 +127,9 @@ export class Subscriptions {
     const sealedHeaders = sealHeaders(this.deps.sealer, checkHeaders(input.headers ?? {}), id);
     const filter = payloadFilter(input.filter);
     const signatureScheme = input.signatureScheme ?? DEFAULT_SIGNATURE_SCHEME;
+    // Refused before its keys are made: a client over its quota must not keep the key generator busy.
+    const { maxSubscriptionsPerClient: quota, store } = this.deps;
+    refuse(await store.refusal({ id, clientId, event, url, signatureScheme }, quota), event);
     const keys = await generateKeyMaterial(signatureScheme, this.deps.signingKeyBits);
     const now = new Date();
     const subscription: Subscription = {
@@ -132,17 +148,8 @@ export class Subscriptions {
       createdAt: now,
       updatedAt: now,
     };
-    const outcome = await this.deps.store.insertWithinQuota(subscription, this.deps.maxSubscriptionsPerClient);
-    if ("duplicateOf" in outcome) {
-      throw new ConflictError(
-        `subscription ${outcome.duplicateOf} already sends ${event} to this url with this signature scheme; use it, or delete it first`,
-      );
-    }
-    if ("quota" in outcome) {
-      throw new QuotaExceededError(
-        `subscription limit reached: a client may hold ${outcome.quota} subscriptions; delete one first, or ask an operator for a higher limit`,
-      );
-    }
+    const outcome = await store.insertWithinQuota(subscription, quota);
+    if (!outcome.inserted) refuse(outcome, event);
     return subscription;
   }
 

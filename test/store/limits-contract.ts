@@ -123,7 +123,12 @@ export function limitsContract(test: TestFn, name: string, open: () => Promise<C
     const { clients, subscriptions } = await open();
     const owner = await clients.ensureWithKey("quota", newId("cli"));
     const first = subscriptionRecord(owner.id, { url: "https://example.com/a" });
+    t.is(await subscriptions.refusal(first, 3), undefined, "no refusal foreseen for the first");
     t.deepEqual(await subscriptions.insertWithinQuota(first, 3), { inserted: true });
+    t.deepEqual(await subscriptions.refusal(subscriptionRecord(owner.id, { url: "https://example.com/a" }), 3), {
+      inserted: false,
+      duplicateOf: first.id,
+    });
     t.deepEqual(await subscriptions.insertWithinQuota(subscriptionRecord(owner.id, { url: "https://example.com/a" }), 3), {
       inserted: false,
       duplicateOf: first.id,
@@ -148,6 +153,10 @@ export function limitsContract(test: TestFn, name: string, open: () => Promise<C
     const more = subscriptionRecord(owner.id, { url: "https://example.com/more" });
     t.deepEqual(await subscriptions.insertWithinQuota(more, 3), { inserted: true });
     await clients.setLimits(owner.id, { maxSubscriptions: 1 });
+    t.deepEqual(await subscriptions.refusal(subscriptionRecord(owner.id, { url: "https://example.com/x" }), 3), {
+      inserted: false,
+      quota: 1,
+    });
     t.deepEqual(await subscriptions.insertWithinQuota(subscriptionRecord(owner.id, { url: "https://example.com/x" }), 3), {
       inserted: false,
       quota: 1,

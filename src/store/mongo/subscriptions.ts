@@ -1,6 +1,6 @@
 import type { Collection, Filter } from "mongodb";
 import { type JsonObject, SUBSCRIPTION_DELETED, type Subscription } from "../../domain/model.js";
-import type { Cursor, QuotaInsert, SubscriptionStore } from "../../domain/ports.js";
+import type { Cursor, QuotaInsert, QuotaKey, QuotaRefusal, SubscriptionStore } from "../../domain/ports.js";
 import {
   type AttemptDoc,
   type ClientDoc,
@@ -98,10 +98,7 @@ export class MongoSubscriptionStore implements SubscriptionStore {
    * kept.
    */
   async insertWithinQuota(s: Subscription, defaultQuota: number): Promise<QuotaInsert> {
-    if (!isString(s.clientId)) throw new Error(`subscription ${s.id}: client ${String(s.clientId)} does not exist`);
-    const owner = await this.clients.findOne({ _id: s.clientId }, { projection: { maxSubscriptions: 1 } });
-    if (!owner) throw new Error(`subscription ${s.id}: client ${s.clientId} does not exist`);
-    const quota = owner.maxSubscriptions ?? defaultQuota;
+    const quota = await this.#quota(s, defaultQuota);
     const before = await this.#refusal(s, quota, false);
     if (before) return before;
     await this.insert(s);
@@ -111,8 +108,20 @@ export class MongoSubscriptionStore implements SubscriptionStore {
     return after;
   }
 
+  async refusal(s: QuotaKey, defaultQuota: number): Promise<QuotaRefusal | undefined> {
+    return this.#refusal(s, await this.#quota(s, defaultQuota), false);
+  }
+
+  /** The client's quota: its own, else `defaultQuota`. */
+  async #quota(s: QuotaKey, defaultQuota: number): Promise<number> {
+    if (!isString(s.clientId)) throw new Error(`subscription ${s.id}: client ${String(s.clientId)} does not exist`);
+    const owner = await this.clients.findOne({ _id: s.clientId }, { projection: { maxSubscriptions: 1 } });
+    if (!owner) throw new Error(`subscription ${s.id}: client ${s.clientId} does not exist`);
+    return owner.maxSubscriptions ?? defaultQuota;
+  }
+
   /** Why `s` may not be (or stay) inserted: another to its event and URL with its scheme, or its client's quota used up. */
-  async #refusal(s: Subscription, quota: number, inserted: boolean): Promise<QuotaInsert | undefined> {
+  async #refusal(s: QuotaKey, quota: number, inserted: boolean): Promise<QuotaRefusal | undefined> {
     const [same] = await this.subscriptions
       // A document without a scheme is RSA_SHA256's (toSubscription).
       .find({

@@ -1,7 +1,7 @@
 import { Coalescer } from "../../coalescer.js";
 import type { JsonObject, SignatureScheme, Subscription } from "../../domain/model.js";
 import { SUBSCRIPTION_DELETED } from "../../domain/model.js";
-import type { Cursor, QuotaInsert, SubscriptionStore } from "../../domain/ports.js";
+import type { Cursor, QuotaInsert, QuotaKey, QuotaRefusal, SubscriptionStore } from "../../domain/ports.js";
 import { isDataError, optional } from "./rows.js";
 import type { SqlClient, SqlPool } from "./sql-pool.js";
 import { inTransaction } from "./transaction.js";
@@ -147,26 +147,40 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     return inTransaction(this.pool, async (connection) => {
       // Creates for one client take turns on its row, each checking after the one before committed.
       // (NO KEY: the foreign keys' KEY SHARE locks, new API keys' and subscriptions', don't wait for it.)
-      const { rows: owner } = await connection.query<{ quota: number }>(
-        "SELECT COALESCE(max_subscriptions, $2) AS quota FROM wh_clients WHERE id = $1 FOR NO KEY UPDATE",
-        [s.clientId, defaultQuota],
-      );
-      const quota = owner[0]?.quota;
-      if (quota === undefined) throw new Error(`subscription ${s.id}: client ${s.clientId} does not exist`);
-      const { rows: same } = await connection.query<{ id: string }>(
-        `SELECT id FROM wh_subscriptions WHERE client_id = $1 AND url = $2 AND event = $3 AND signature_scheme = $4
-         ORDER BY created_at, id LIMIT 1`,
-        [s.clientId, s.url, s.event, s.signatureScheme],
-      );
-      if (same[0]) return { inserted: false, duplicateOf: same[0].id };
-      const { rows: held } = await connection.query<{ count: number }>(
-        "SELECT count(*)::int AS count FROM wh_subscriptions WHERE client_id = $1",
-        [s.clientId],
-      );
-      if ((held[0]?.count ?? 0) >= quota) return { inserted: false, quota };
+      const refused = await this.#refusal(connection, s, defaultQuota, "FOR NO KEY UPDATE");
+      if (refused) return refused;
       await this.#insert(connection, s);
       return { inserted: true };
     });
+  }
+
+  refusal(s: QuotaKey, defaultQuota: number): Promise<QuotaRefusal | undefined> {
+    return this.#refusal(this.pool, s, defaultQuota, "");
+  }
+
+  async #refusal(
+    connection: Pick<SqlClient, "query">,
+    s: QuotaKey,
+    defaultQuota: number,
+    lock: "FOR NO KEY UPDATE" | "",
+  ): Promise<QuotaRefusal | undefined> {
+    const { rows: owner } = await connection.query<{ quota: number }>(
+      `SELECT COALESCE(max_subscriptions, $2) AS quota FROM wh_clients WHERE id = $1 ${lock}`,
+      [s.clientId, defaultQuota],
+    );
+    const quota = owner[0]?.quota;
+    if (quota === undefined) throw new Error(`subscription ${s.id}: client ${s.clientId} does not exist`);
+    const { rows: same } = await connection.query<{ id: string }>(
+      `SELECT id FROM wh_subscriptions WHERE client_id = $1 AND url = $2 AND event = $3 AND signature_scheme = $4
+       ORDER BY created_at, id LIMIT 1`,
+      [s.clientId, s.url, s.event, s.signatureScheme],
+    );
+    if (same[0]) return { inserted: false, duplicateOf: same[0].id };
+    const { rows: held } = await connection.query<{ count: number }>(
+      "SELECT count(*)::int AS count FROM wh_subscriptions WHERE client_id = $1",
+      [s.clientId],
+    );
+    return (held[0]?.count ?? 0) >= quota ? { inserted: false, quota } : undefined;
   }
 
   async #insert(connection: Pick<SqlClient, "query">, s: Subscription): Promise<void> {
