@@ -65,3 +65,31 @@ export async function axeViolations(page: Page): Promise<string[]> {
       violation.nodes.map((node) => `${violation.id} (${violation.impact}): ${violation.help} — ${node.target}: ${node.summary}`),
     );
 }
+
+/** What has the keyboard focus: its name as a person reads it (label, aria-label or text), and whether it is visibly outlined. */
+export async function focusedControl(page: Page): Promise<{ name: string; outlined: boolean }> {
+  return (await page.evaluate(`(() => {
+    const element = document.activeElement;
+    if (!element || element === document.body) return { name: "(nothing)", outlined: false };
+    const label = element.labels?.[0]?.textContent ?? element.getAttribute("aria-label") ?? element.textContent ?? "";
+    const style = getComputedStyle(element);
+    return { name: label.trim(), outlined: element.matches(":focus-visible") && style.outlineStyle !== "none" && style.outlineWidth !== "0px" };
+  })()`)) as { name: string; outlined: boolean };
+}
+
+/**
+ * Presses Tab until the control named `name` has the focus, at most `limit`
+ * times; answers the name of each control passed on the way. Throws when a
+ * control takes the focus without a visible outline, or `name` is not reached.
+ */
+export async function tabTo(page: Page, name: string, limit = 30): Promise<string[]> {
+  const passed: string[] = [];
+  for (let i = 0; i < limit; i++) {
+    await page.keyboard.press("Tab");
+    const now = await focusedControl(page);
+    if (!now.outlined) throw new Error(`${now.name} has the focus but no visible outline`);
+    passed.push(now.name);
+    if (now.name === name) return passed;
+  }
+  throw new Error(`${name} not reached in ${limit} presses of Tab: ${passed.join(" → ")}`);
+}

@@ -1,7 +1,7 @@
 import test, { type ExecutionContext } from "ava";
 import type { Browser, Page } from "playwright-core";
 import { buildPortal } from "../../tools/build-portal.js";
-import { axeViolations, chromiumOrSkip, launchChromium, watchForProblems } from "../helpers/browser.js";
+import { axeViolations, chromiumOrSkip, focusedControl, launchChromium, tabTo, watchForProblems } from "../helpers/browser.js";
 import { Receiver } from "../helpers/receiver.js";
 import { ADMIN_TOKEN, API_KEY, rest, startTestService, type TestService } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
@@ -62,30 +62,6 @@ if (chromiumOrSkip(test, "the portal's accessibility tests")) {
     await page.emulateMedia({ colorScheme: "light" });
   }
 
-  /** What has the keyboard focus: its accessible name as a person would read it, and whether it is outlined. */
-  async function focused(): Promise<{ name: string; outlined: boolean }> {
-    return (await page.evaluate(`(() => {
-      const element = document.activeElement;
-      if (!element || element === document.body) return { name: "(nothing)", outlined: false };
-      const label = element.labels?.[0]?.textContent ?? element.getAttribute("aria-label") ?? element.textContent ?? "";
-      const style = getComputedStyle(element);
-      return { name: label.trim(), outlined: element.matches(":focus-visible") && style.outlineStyle !== "none" && style.outlineWidth !== "0px" };
-    })()`)) as { name: string; outlined: boolean };
-  }
-
-  /** Presses Tab until the control named `name` has the focus (at most `limit` times); answers each name passed on the way. */
-  async function tabTo(name: string, limit = 30): Promise<string[]> {
-    const passed: string[] = [];
-    for (let i = 0; i < limit; i++) {
-      await page.keyboard.press("Tab");
-      const now = await focused();
-      if (!now.outlined) throw new Error(`${now.name} has the focus but no visible outline`);
-      passed.push(now.name);
-      if (now.name === name) return passed;
-    }
-    throw new Error(`${name} not reached in ${limit} presses of Tab: ${passed.join(" → ")}`);
-  }
-
   test.serial("the sign-in page, signed out and with a refused key", async (t) => {
     await page.goto(`${running.baseUrl}/portal/`);
     await page.getByRole("heading", { name: "Sign in", level: 1 }).waitFor();
@@ -103,7 +79,7 @@ if (chromiumOrSkip(test, "the portal's accessibility tests")) {
   test.serial("sign in from the keyboard: skip link first, then the forms in reading order", async (t) => {
     await page.goto(`${running.baseUrl}/portal/`);
     await page.getByRole("heading", { name: "Sign in", level: 1 }).waitFor();
-    t.deepEqual(await tabTo("Sign in as operator"), [
+    t.deepEqual(await tabTo(page, "Sign in as operator"), [
       "Skip to content",
       "Sign in",
       "API key",
@@ -113,9 +89,9 @@ if (chromiumOrSkip(test, "the portal's accessibility tests")) {
     ]);
     // Back to the top: the skip link moves the focus past the navigation, to the first field.
     await page.goto(`${running.baseUrl}/portal/`);
-    await tabTo("Skip to content", 1);
+    await tabTo(page, "Skip to content", 1);
     await page.keyboard.press("Enter");
-    t.deepEqual(await tabTo("API key", 1), ["API key"]);
+    t.deepEqual(await tabTo(page, "API key", 1), ["API key"]);
     await page.keyboard.type(API_KEY);
     await page.keyboard.press("Enter");
     await page.getByRole("heading", { name: "Subscriptions", level: 1 }).waitFor();
@@ -126,23 +102,23 @@ if (chromiumOrSkip(test, "the portal's accessibility tests")) {
   test.serial("create a subscription, send a sample and open its delivery from the keyboard", async (t) => {
     // The new page has the focus: the next Tab goes into it, not back to the skip link.
     t.is(await page.evaluate("document.activeElement.id"), "main");
-    t.not((await tabTo("Receiver URL"))[0], "Skip to content");
+    t.not((await tabTo(page, "Receiver URL"))[0], "Skip to content");
     await page.keyboard.type(healthy.url);
     await page.keyboard.press("Tab");
-    t.is((await focused()).name, "Description (optional)");
+    t.is((await focusedControl(page)).name, "Description (optional)");
     await page.keyboard.type("Made from the keyboard");
     await page.keyboard.press("Enter");
     await page.getByRole("heading", { name: "Live deliveries" }).waitFor();
     await page.getByText("Watching: deliveries appear here as they happen.").waitFor();
     t.regex(await page.title(), /^Subscription sub_\w+ · Webhooks portal$/);
 
-    await tabTo("Send sample");
+    await tabTo(page, "Send sample");
     await page.keyboard.press("Enter");
     await healthy.waitFor(1);
     const row = page.locator("ul.notifications > li").first();
     await row.locator(".badge.delivered").waitFor();
     const id = (await row.locator("span.mono").textContent()) ?? "";
-    await tabTo((await row.getByRole("button").first().textContent())?.trim() ?? id);
+    await tabTo(page, (await row.getByRole("button").first().textContent())?.trim() ?? id);
     await page.keyboard.press("Enter");
     const attempts = row.locator("table tbody tr");
     await attempts.first().waitFor();
