@@ -22,7 +22,9 @@ function useNewPageAnnounced(place: string, title: string) {
   useEffect(() => {
     if (shown.current === place) return;
     shown.current = place;
-    document.getElementById("main")?.focus();
+    // A new page starts at its top, the header in view.
+    document.getElementById("main")?.focus({ preventScroll: true });
+    window.scrollTo(0, 0);
   }, [place]);
 }
 

@@ -1,3 +1,5 @@
+import { mkdir } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
 import test, { type ExecutionContext } from "ava";
 import type { Browser, Page } from "playwright-core";
 import { buildPortal } from "../../tools/build-portal.js";
@@ -5,6 +7,8 @@ import { axeViolations, chromiumOrSkip, focusedControl, launchChromium, tabTo, w
 import { Receiver } from "../helpers/receiver.js";
 import { ADMIN_TOKEN, API_KEY, rest, startTestService, type TestService } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
+
+const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/portal/", import.meta.url));
 
 /**
  * Every portal page, in light and dark mode, audited by axe-core in Chromium
@@ -156,6 +160,12 @@ if (chromiumOrSkip(test, "the portal's accessibility tests")) {
     await page.getByRole("button", { name: "Sign in as operator" }).click();
     await page.getByRole("heading", { name: "Operator", level: 1 }).waitFor();
     await page.locator("dl.figures").waitFor();
+    t.is(await page.evaluate("window.scrollY"), 0, "the new page is shown from its top");
+    await mkdir(ARTIFACTS, { recursive: true });
+    for (const colorScheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme });
+      await page.screenshot({ path: `${ARTIFACTS}operator-${colorScheme}.png` });
+    }
     await page.getByLabel("New client's name").fill("Audited");
     await page.getByRole("button", { name: "Create client" }).click();
     await page.locator(".once").waitFor();
