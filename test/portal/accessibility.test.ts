@@ -9,11 +9,14 @@ import { ADMIN_TOKEN, API_KEY, rest, startTestService, type TestService } from "
 import { storeTargets } from "../helpers/stores.js";
 
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/portal/", import.meta.url));
+const WIDE = { width: 1280, height: 900 };
+const NARROW = { width: 390, height: 844 };
 
 /**
- * Every portal page, in light and dark mode, audited by axe-core in Chromium
- * under the portal's own Content-Security-Policy; and the sign-in and a main
- * flow done from the keyboard alone. One service and one browser for the file.
+ * Every portal page, in light and dark mode (and dark on a phone-sized
+ * screen), audited by axe-core in Chromium under the portal's own
+ * Content-Security-Policy; and the sign-in and a main flow done from the
+ * keyboard alone. One service and one browser for the whole file.
  */
 if (chromiumOrSkip(test, "the portal's accessibility tests")) {
   let running: TestService;
@@ -44,7 +47,7 @@ if (chromiumOrSkip(test, "the portal's accessibility tests")) {
       url: failing.url,
     });
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page = await browser.newPage({ viewport: WIDE });
     page.setDefaultTimeout(10_000);
     problems = watchForProblems(page);
   });
@@ -56,14 +59,25 @@ if (chromiumOrSkip(test, "the portal's accessibility tests")) {
     await cleanupStore?.();
   });
 
-  /** Audits the page as it is now in light and in dark mode; fails listing every serious or critical violation. */
+  /**
+   * Audits the page as it is now in light and dark mode, and on a phone-sized
+   * screen (where tables become blocks and long lists scroll); fails listing
+   * every serious or critical violation.
+   */
   async function audit(t: ExecutionContext, name: string): Promise<void> {
-    for (const colorScheme of ["light", "dark"] as const) {
+    const views = [
+      { colorScheme: "light", viewport: WIDE },
+      { colorScheme: "dark", viewport: WIDE },
+      { colorScheme: "dark", viewport: NARROW },
+    ] as const;
+    for (const { colorScheme, viewport } of views) {
       await page.emulateMedia({ colorScheme });
+      await page.setViewportSize(viewport);
       const violations = await axeViolations(page);
-      t.deepEqual(violations, [], `${name}, ${colorScheme} mode:\n${violations.join("\n")}`);
+      t.deepEqual(violations, [], `${name}, ${colorScheme} mode, ${viewport.width} px wide:\n${violations.join("\n")}`);
     }
     await page.emulateMedia({ colorScheme: "light" });
+    await page.setViewportSize(WIDE);
   }
 
   test.serial("the sign-in page, signed out and with a refused key", async (t) => {

@@ -85,9 +85,10 @@ if (chromiumOrSkip(test, "the portal's chart tests")) {
       { title: "Attempt latency per hour", series: LATENCY, unit: " (ms)" },
     ];
     for (const chart of charts) {
+      const table = page.getByRole("table", { name: chart.title });
+      t.is(await table.count(), 0, "made when opened");
       await tabTo(page, `${chart.title}: the figures as a table`);
       await page.keyboard.press("Enter");
-      const table = page.getByRole("table", { name: chart.title });
       await table.waitFor();
       t.deepEqual(await table.locator("thead th").allInnerTexts(), [
         "Period from",

@@ -1,4 +1,4 @@
-import { useId, useRef } from "preact/hooks";
+import { useId, useRef, useState } from "preact/hooks";
 import type uPlot from "uplot";
 import { ErrorText } from "../components.js";
 import { formatFigure, formatMoment } from "./figures.js";
@@ -112,7 +112,10 @@ export function TimeSeriesChart({ title, times, series, unit = "", area = false,
   );
 }
 
-/** The chart's figures, a row per time, in a disclosure that a keyboard opens. */
+/**
+ * The chart's figures, a row per time, in a disclosure that a keyboard
+ * opens. The table is made when opened: a week of minutes is many rows.
+ */
 function FiguresTable({
   title,
   times,
@@ -124,40 +127,47 @@ function FiguresTable({
   series: readonly Series[];
   unit: string;
 }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <details class="chart-figures" onToggle={(toggled) => setOpen(toggled.currentTarget.open)}>
+      <summary>{title}: the figures as a table</summary>
+      {open && <Figures title={title} times={times} series={series} unit={unit} />}
+    </details>
+  );
+}
+
+function Figures({ title, times, series, unit }: { title: string; times: readonly number[]; series: readonly Series[]; unit: string }) {
   const heading = (name: string) => (unit ? `${name} (${unit})` : name);
   return (
-    <details class="chart-figures">
-      <summary>{title}: the figures as a table</summary>
-      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a region that scrolls must be reachable by keyboard to scroll it. */}
-      <section class="table-scroll" aria-label={`${title}, figures`} tabIndex={0}>
-        <table>
-          <caption class="visually-hidden">{title}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Period from</th>
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a region that scrolls must be reachable by keyboard to scroll it.
+    <section class="table-scroll" aria-label={`${title}, figures`} tabIndex={0}>
+      <table>
+        <caption class="visually-hidden">{title}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Period from</th>
+            {series.map((line) => (
+              <th scope="col" key={line.name}>
+                {heading(line.name)}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {times.map((time, index) => (
+            <tr key={time}>
+              <th scope="row" data-label="Period from">
+                <time dateTime={new Date(time).toISOString()}>{formatMoment(time)}</time>
+              </th>
               {series.map((line) => (
-                <th scope="col" key={line.name}>
-                  {heading(line.name)}
-                </th>
+                <td key={line.name} data-label={heading(line.name)}>
+                  {line.values[index]?.toLocaleString() ?? "—"}
+                </td>
               ))}
             </tr>
-          </thead>
-          <tbody>
-            {times.map((time, index) => (
-              <tr key={time}>
-                <th scope="row" data-label="Period from">
-                  <time dateTime={new Date(time).toISOString()}>{formatMoment(time)}</time>
-                </th>
-                {series.map((line) => (
-                  <td key={line.name} data-label={heading(line.name)}>
-                    {line.values[index]?.toLocaleString() ?? "—"}
-                  </td>
-                ))}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </section>
-    </details>
+          ))}
+        </tbody>
+      </table>
+    </section>
   );
 }
