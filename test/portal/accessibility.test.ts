@@ -163,12 +163,16 @@ if (chromiumOrSkip(test, "the portal's accessibility tests")) {
     await row.locator(".badge.failed").waitFor();
     await row.getByRole("button").first().click();
     await row.locator("table tbody tr").nth(5).waitFor();
+    // A rotation under way (two keys shown), and a deletion being asked.
     await page.getByRole("button", { name: "Rotate key" }).click();
-    await page.getByRole("button", { name: "Yes, rotate key" }).waitFor();
+    await page.getByRole("button", { name: "Yes, rotate key" }).click();
+    await page.getByLabel("Next key").waitFor();
+    await page.getByRole("button", { name: "Delete" }).click();
+    await page.getByRole("button", { name: "Yes, delete" }).waitFor();
     await audit(t, "a subscription");
   });
 
-  test.serial("the operator's page, with a new API key shown once", async (t) => {
+  test.serial("the operator's page, with a new API key shown once and an event type being edited", async (t) => {
     await page.goto(`${running.baseUrl}/portal/`);
     await page.getByLabel("Admin token").fill(ADMIN_TOKEN);
     await page.getByRole("button", { name: "Sign in as operator" }).click();
@@ -183,6 +187,8 @@ if (chromiumOrSkip(test, "the portal's accessibility tests")) {
     await page.getByLabel("New client's name").fill("Audited");
     await page.getByRole("button", { name: "Create client" }).click();
     await page.locator(".once").waitFor();
+    await page.getByRole("button", { name: "Edit Order.Created" }).click();
+    await page.getByRole("button", { name: "Save Order.Created" }).waitFor();
     await audit(t, "operator");
   });
 
