@@ -7,19 +7,20 @@ import { PORTAL_DIR } from "../src/api/transport/portal-endpoint.js";
 const SOURCE = fileURLToPath(new URL("../portal/", import.meta.url));
 
 /**
- * Bundles the portal (portal/src) into `outDir`: hashed, immutable files
+ * Bundles the portal (portal/src; or another `entry`, such as a test page under
+ * portal/test-pages) into `outDir`: hashed, immutable files
  * under assets/ and an index.html naming them, which the service serves at
  * /portal/ (src/api/transport/portal-endpoint.ts). Everything ships in the bundle: no CDN.
  * Built beside `outDir` and moved into place, so that a service starting
  * meanwhile (tests run in parallel) reads the old build or the new one, never half of one.
  */
-export async function buildPortal(outDir = PORTAL_DIR): Promise<void> {
+export async function buildPortal(outDir = PORTAL_DIR, entry = join(SOURCE, "src/main.tsx")): Promise<void> {
   const target = outDir.replace(/\/+$/, "");
   const building = `${target}.building-${process.pid}`;
   await rm(building, { recursive: true, force: true });
   await mkdir(join(building, "assets"), { recursive: true });
   const result = await build({
-    entryPoints: [join(SOURCE, "src/main.tsx")],
+    entryPoints: [entry],
     bundle: true,
     minify: true,
     format: "esm",

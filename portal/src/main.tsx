@@ -1,6 +1,6 @@
 import "./styles.css";
 import { render } from "preact";
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { credentials, type Role } from "./api.js";
 import { href, navigate, useRoute } from "./router.js";
 import { CatalogView } from "./views/catalog.js";
@@ -8,6 +8,25 @@ import { OperatorView } from "./views/operator.js";
 import { SignIn } from "./views/sign-in.js";
 import { SubscriptionDetail } from "./views/subscription-detail.js";
 import { SubscriptionsView } from "./views/subscriptions.js";
+
+/**
+ * Each page has its own title, and on moving to another page the focus moves
+ * to its content: a screen reader reads where the user landed, and the next
+ * Tab goes into the page rather than back to the top of the old one.
+ */
+function useNewPageAnnounced(place: string, title: string) {
+  const shown = useRef(place);
+  useEffect(() => {
+    document.title = `${title} · Webhooks portal`;
+  }, [title]);
+  useEffect(() => {
+    if (shown.current === place) return;
+    shown.current = place;
+    // A new page starts at its top, the header in view.
+    document.getElementById("main")?.focus({ preventScroll: true });
+    window.scrollTo(0, 0);
+  }, [place]);
+}
 
 function App() {
   const route = useRoute();
@@ -23,9 +42,12 @@ function App() {
   const [page, id] = route;
 
   let main = <SignIn signedIn={signedIn} onSignIn={refresh} />;
-  if (page === "events" && signedIn.subscriber) main = <CatalogView />;
-  else if (page === "subscriptions" && signedIn.subscriber) main = id ? <SubscriptionDetail id={id} key={id} /> : <SubscriptionsView />;
-  else if (page === "operator" && signedIn.operator) main = <OperatorView />;
+  let title = "Sign in";
+  if (page === "events" && signedIn.subscriber) [main, title] = [<CatalogView />, "Event catalog"];
+  else if (page === "subscriptions" && signedIn.subscriber)
+    [main, title] = id ? [<SubscriptionDetail id={id} key={id} />, `Subscription ${id}`] : [<SubscriptionsView />, "Subscriptions"];
+  else if (page === "operator" && signedIn.operator) [main, title] = [<OperatorView />, "Operator"];
+  useNewPageAnnounced(route.join("/"), title);
 
   return (
     <>

@@ -1,24 +1,17 @@
-import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import test from "ava";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { buildPortal } from "../../tools/build-portal.js";
+import { chromiumOrSkip, launchChromium, watchForProblems } from "../helpers/browser.js";
 import { Receiver } from "../helpers/receiver.js";
 import { ADMIN_TOKEN, API_KEY, startTestService, type TestService } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
-/** Debian's chromium (apt-get install chromium); .ci/run installs it. */
-const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/portal/", import.meta.url));
 const XSS = "<img src=x onerror=alert(1)>";
 
-if (!existsSync(CHROMIUM)) {
-  test("portal end-to-end tests need Chromium (/usr/bin/chromium)", (t) => {
-    t.log(`!!! SKIPPED: no Chromium at ${CHROMIUM}; install it with \`apt-get install -y chromium\` to run the portal's browser tests`);
-    t.pass();
-  });
-} else {
+if (chromiumOrSkip(test, "portal end-to-end tests")) {
   let running: TestService;
   let cleanupStore: (() => Promise<void>) | undefined;
   let storeEnv: Record<string, string>;
@@ -27,8 +20,7 @@ if (!existsSync(CHROMIUM)) {
   let receiver: Receiver;
   let hostile: Receiver;
   /** Browser dialogs (alert, confirm), uncaught errors and CSP violations: the portal should cause none. */
-  const dialogs: string[] = [];
-  const pageErrors: string[] = [];
+  let problems: ReturnType<typeof watchForProblems>;
 
   // One service (embedded store), one browser, for the whole file.
   test.before(async () => {
@@ -42,18 +34,10 @@ if (!existsSync(CHROMIUM)) {
     receiver = await Receiver.start();
     hostile = await Receiver.start(() => ({ status: 200, headers: { "content-type": "text/html" }, body: XSS }));
     await mkdir(ARTIFACTS, { recursive: true });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.setDefaultTimeout(10_000);
-    page.on("dialog", (dialog) => {
-      dialogs.push(dialog.message());
-      void dialog.dismiss();
-    });
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    page.on("console", (message) => {
-      // Refused calls (the ftp:// URL's 400) are logged too; a refused script, style or connection is not one of those.
-      if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) pageErrors.push(message.text());
-    });
+    problems = watchForProblems(page);
   });
   test.after.always(async () => {
     await browser?.close();
@@ -281,7 +265,7 @@ if (!existsSync(CHROMIUM)) {
     t.is(await excerpt.textContent(), XSS);
     await page.getByText(XSS).first().waitFor();
     t.is(await page.locator("img").count(), 0);
-    t.deepEqual(dialogs, []);
+    t.deepEqual(problems.dialogs, []);
   });
 
   test.serial("an operator creates a client (key shown once) and an event type, and sees the dashboard", async (t) => {
@@ -324,8 +308,8 @@ if (!existsSync(CHROMIUM)) {
     // The subscriber sees the new type, schema included.
     await page.goto(`${running.baseUrl}/portal/#/events`);
     await page.getByLabel("Invoice.Paid JSON Schema").getByText('"Amount"').waitFor();
-    t.deepEqual(dialogs, []);
-    t.deepEqual(pageErrors, []);
+    t.deepEqual(problems.dialogs, []);
+    t.deepEqual(problems.errors, []);
   });
 
   test.serial("narrow screen, dark mode: the subscriptions page still reads", async (t) => {

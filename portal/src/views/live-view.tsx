@@ -112,8 +112,9 @@ export function LiveView({ subscriptionId, onActivity }: { subscriptionId: strin
         )}
       </p>
       <ErrorText error={error} />
-      <div role="log" aria-live="polite" aria-label="Live deliveries">
-        <ul class="live">
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a region that scrolls must be reachable by keyboard to scroll it. */}
+      <div class="live" role="log" aria-live="polite" aria-label="Live deliveries" tabIndex={0}>
+        <ul>
           {activities.map((activity, index) => (
             <li key={`${keyOf(activity)}-${index}`}>
               <time>{formatTime(activity.occurredAt)}</time> {describe(activity)}
