@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import test from "ava";
 import { adminAuth } from "../helpers/admin.js";
 import { runCli, watchCli } from "../helpers/cli.js";
-import { restartableService } from "../helpers/process.js";
+import { kill, restartableService, spawnService } from "../helpers/process.js";
 import { API_KEY, rest } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
@@ -66,6 +66,38 @@ for (const target of storeTargets()) {
       );
       t.is(published.status, 200, published.text);
       t.deepEqual(published.json.jobIds, [], "no notification goes to the deleted relay");
+    },
+  );
+}
+
+for (const target of storeTargets().filter((each) => each.name !== "pglite")) {
+  test.serial(
+    `${target.name}: with two instances, the one listen is not connected to keeps its relay while listen runs, and deletes it once listen and its instance are killed`,
+    async (t) => {
+      const connected = await restartableService(t, target, { RELAY_LEASE: `${LEASE_MS}ms` });
+      const other = await spawnService(connected.env);
+      t.teardown(() => kill(other, "SIGKILL"));
+      const env = { WEBHOOKS_URL: connected.baseUrl, WEBHOOKS_API_KEY: API_KEY };
+      const listen = watchCli(["--json", "listen", "--forward-to", "http://127.0.0.1:9/unused", "--events", "Order.Created"], env);
+      t.teardown(() => void listen.child.kill("SIGKILL"));
+      await listen.waitFor("stdout", /"subscriptions"/);
+      const relay = (JSON.parse(listen.output.stdout.split("\n")[0] ?? "") as { subscriptions: { id: string }[] }).subscriptions[0];
+      if (!relay) throw new Error("no relay printed");
+      const path = `/api/webhookSubscription/${relay.id}`;
+
+      // Both instances sweep; the renewals of the connected one's stream keep the relay past its first lease.
+      const firstEnd = Date.parse(String((await rest(other.baseUrl, "GET", path)).json.leaseExpiresAt));
+      await until("the lease is renewed past its first end", async () => {
+        const now = await rest(other.baseUrl, "GET", path);
+        return Date.now() > firstEnd + LEASE_MS && Date.parse(String(now.json.leaseExpiresAt)) > firstEnd + LEASE_MS;
+      });
+      t.is((await rest(other.baseUrl, "GET", path)).status, 200);
+
+      // listen dies without a word, and so does its instance: nobody renews the lease, and the other instance deletes the relay.
+      listen.child.kill("SIGKILL");
+      await listen.closed;
+      await connected.stop("SIGKILL");
+      await until("the relay subscription is deleted", async () => (await rest(other.baseUrl, "GET", path)).status === 404);
     },
   );
 }

@@ -102,6 +102,8 @@ export async function restartableService(
   });
   return {
     baseUrl: state.service.baseUrl,
+    /** What it was started with: another instance on the same store starts with it too. */
+    env: { ...store.env, ...env },
     stop: (signal: NodeJS.Signals = "SIGTERM") => kill(state.service, signal),
     start: async () => {
       state.service = await spawnService({ ...store.env, ...env, PORT: port });
