@@ -112,11 +112,13 @@ export function addListenCommand(program: Command, context: Context, interrupt: 
       } finally {
         failures = await removeTemporary();
       }
-      if (failures.length > 0)
+      if (failures.length > 0) {
+        const [them, its] = failures.length > 1 ? ["them", "their leases end"] : ["it", "its lease ends"];
         throw new Error(
           `could not remove the temporary relay subscription${failures.length > 1 ? "s" : ""} ${failures.join(", ")}; ` +
-            "the service deletes it by itself once its lease ends, about a minute after listen stopped (nothing is delivered to it then)",
+            `the service deletes ${them} by itself once ${its}, about a minute after listen stopped (nothing is delivered to ${them} then)`,
         );
+      }
       if (!out.json) out.note(relays.some((relay) => relay.temporary) ? "stopped; temporary relay subscriptions removed" : "stopped");
     });
 }
