@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { DEFAULT_CATALOG } from "./domain/default-catalog.js";
 import { type EventTypeDefinition, parseCatalog } from "./domain/event-catalog.js";
 import { parseMasterKey } from "./domain/key-sealing.js";
+import { RELAY_LEASE_MS } from "./domain/relay-leases.js";
 import { checkRetention } from "./domain/retention.js";
 import { DEFAULT_RETRY_SCHEDULE, parseDuration, parseRetrySchedule, type RetryPolicy } from "./domain/retry-policy.js";
 import type { StoreConfig } from "./store/open-store.js";
@@ -57,6 +58,8 @@ export interface Config {
   retentionMs: number;
   /** Subscriptions a client may hold (a client may have its own quota). */
   maxSubscriptionsPerClient: number;
+  /** How long a temporary relay subscription outlives its listener's last stream. */
+  relayLeaseMs: number;
 }
 
 export interface TracingConfig {
@@ -129,6 +132,14 @@ function retention(env: Env): number {
   } catch (error) {
     throw new ConfigError(`${(error as Error).message}, got ${JSON.stringify(env.RETENTION)}`);
   }
+}
+
+/** RELAY_LEASE: from a second (tests) to an hour; the default is the domain's constant. */
+function relayLease(env: Env): number {
+  if (!env.RELAY_LEASE) return RELAY_LEASE_MS;
+  const ms = duration(env, "RELAY_LEASE", "");
+  if (ms < 1_000 || ms > 3_600_000) throw new ConfigError(`RELAY_LEASE must be from 1s to 1h, got ${JSON.stringify(env.RELAY_LEASE)}`);
+  return ms;
 }
 
 function retryPolicy(env: Env): RetryPolicy {
@@ -268,5 +279,6 @@ export function loadConfig(env: Env): Config {
     watcherBufferSize: integer(env, "WATCHER_BUFFER_SIZE", 1000, 1, 1_000_000),
     retentionMs: retention(env),
     maxSubscriptionsPerClient: integer(env, "MAX_SUBSCRIPTIONS_PER_CLIENT", 100, 1, 1_000_000),
+    relayLeaseMs: relayLease(env),
   };
 }

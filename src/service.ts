@@ -23,6 +23,7 @@ import { KeySealer } from "./domain/key-sealing.js";
 import { Notifications } from "./domain/notifications.js";
 import { OPERATIONAL_EVENT_TYPES, OperationalEvents } from "./domain/operational-events.js";
 import { RelayAnswers } from "./domain/relay.js";
+import { RelayLeases } from "./domain/relay-leases.js";
 import { RetentionPurge } from "./domain/retention.js";
 import { Subscriptions } from "./domain/subscriptions.js";
 import { ActivityFeed } from "./live/activity-feed.js";
@@ -171,6 +172,7 @@ async function startOn(
       rotationGraceMs: config.keyRotationGraceMs,
       sealer,
       maxSubscriptionsPerClient: config.maxSubscriptionsPerClient,
+      relayLeaseMs: config.relayLeaseMs,
     });
     const notifications = new Notifications({
       store: opened.store.notifications,
@@ -195,7 +197,15 @@ async function startOn(
       onError: (err) => log.warn({ err }, "a retention purge failed; the next one tries again"),
     });
     retention.start();
+    const leases = new RelayLeases({
+      store: opened.store.subscriptions,
+      leaseMs: config.relayLeaseMs,
+      onError: (err) => log.warn({ err }, "renewing or ending relay leases failed; the next round tries again"),
+      onEnded: (subscriptionId) => log.info({ subscriptionId }, "deleted a temporary relay subscription: its lease ended"),
+    });
+    leases.start();
     const watches = new DeliveryWatches({
+      leases,
       feed,
       clients: opened.store.clients,
       subscriptions: opened.store.subscriptions,
@@ -256,6 +266,7 @@ async function startOn(
           // Live watches never end by themselves: end them, or closing the port waits out its grace.
           await feed.stop();
           await retention.stop();
+          await leases.stop();
           await listener.close(config.shutdownGraceMs);
           await engine.stop(config.shutdownGraceMs, () => shutdown.abort());
           await sender.close();

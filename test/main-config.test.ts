@@ -50,6 +50,7 @@ const BAD: Array<[string, string]> = [
   ["DATABASE_POOL_SIZE", "0"],
   ["SHUTDOWN_GRACE_MS", "soon"],
   ["WATCHER_BUFFER_SIZE", "0"],
+  ["RELAY_LEASE", "500ms"],
   ["LOG_LEVEL", "verbose"],
   ["METRICS_ENABLED", "sometimes"],
   ["METRICS_TOKEN", "short"],

@@ -10,6 +10,7 @@ import { NotFoundError, ValidationError } from "./errors.js";
 import type { Notification, Subscription } from "./model.js";
 import type { ClientStore, NotificationStore, SubscriptionStore } from "./ports.js";
 import { isRelay } from "./relay.js";
+import type { HeldLeases, RelayLeases } from "./relay-leases.js";
 
 /** A watcher as the live feed hands it out (src/live/activity-watcher.ts). */
 export interface LiveWatcher {
@@ -54,6 +55,8 @@ export class Watch {
     private readonly live: LiveWatcher,
     /** The body of a notification, for a relay request that came from another instance without it. */
     private readonly bodyOf: (jobId: string) => Promise<string | undefined>,
+    /** The leases of the temporary relay subscriptions it forwards for, held while it is open. */
+    private readonly leases: HeldLeases,
   ) {
     this.#seen = new Set(replay.map(activityKey));
   }
@@ -73,13 +76,20 @@ export class Watch {
 
   close(): void {
     this.live.close();
+    this.leases.release();
   }
 }
 
 /** Opens watches, within the caller's own subscriptions. */
 export class DeliveryWatches {
   constructor(
-    private readonly deps: { feed: LiveFeed; clients: ClientStore; subscriptions: SubscriptionStore; notifications: NotificationStore },
+    private readonly deps: {
+      feed: LiveFeed;
+      clients: ClientStore;
+      subscriptions: SubscriptionStore;
+      notifications: NotificationStore;
+      leases: Pick<RelayLeases, "hold">;
+    },
   ) {}
 
   async open(request: WatchRequest): Promise<Watch> {
@@ -102,13 +112,15 @@ export class DeliveryWatches {
       ...(request.outcome ? { outcome: request.outcome } : {}),
       ...(request.relaySubscriptionIds?.length ? { relaySubscriptionIds: request.relaySubscriptionIds } : {}),
     };
+    const leases = await this.deps.leases.hold(request.relaySubscriptionIds ?? []);
     const live = this.deps.feed.attach(filter);
     try {
       await this.deps.feed.announced();
       const replay = request.since ? await this.#replay(filter, request.since) : [];
-      return new Watch(replay, live, async (jobId) => (await this.deps.notifications.get(jobId))?.body);
+      return new Watch(replay, live, async (jobId) => (await this.deps.notifications.get(jobId))?.body, leases);
     } catch (error) {
       live.close();
+      leases.release();
       throw error;
     }
   }

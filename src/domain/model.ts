@@ -87,6 +87,8 @@ export interface Subscription {
   sealedHeaders?: string;
   /** Which notifications it takes (see payload-filter.ts); absent: every one. */
   filter?: JsonObject;
+  /** A temporary relay subscription's lease (see relay-leases.ts): deleted once it passes. Absent on every other. */
+  leaseExpiresAt?: Date;
   createdAt: Date;
   updatedAt: Date;
 }

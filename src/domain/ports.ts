@@ -95,6 +95,12 @@ export interface SubscriptionStore {
    * a last attempt saying "subscription was deleted".
    */
   delete(id: string): Promise<boolean>;
+  /** Moves the lease of each of these that holds one (a temporary relay subscription) to `until`. */
+  renewLeases(ids: readonly string[], until: Date): Promise<void>;
+  /** Up to `limit` subscriptions whose lease ended before `now`. */
+  listLeaseEnded(now: Date, limit: number): Promise<string[]>;
+  /** Deletes it as `delete` does, only if its lease still ended before `now` (no renewal came meanwhile). */
+  deleteLeaseEnded(id: string, now: Date): Promise<boolean>;
   /**
    * Starts a failure streak unless one runs (then it writes nothing); returns
    * when the streak began, or undefined when the subscription is gone or

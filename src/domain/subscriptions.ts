@@ -20,6 +20,8 @@ export interface CreateSubscriptionInput {
   signatureScheme?: SignatureScheme;
   /** A relay subscription (see relay.ts): no URL; `url` must be empty. */
   relay?: boolean;
+  /** With `relay`: held by a lease that listeners' streams renew, deleted once it ends (relay-leases.ts). */
+  temporary?: boolean;
   /** Most deliveries per second; 0 or absent: no limit. */
   rateLimitPerSecond?: number;
   /** Sent with every delivery; empty or absent: none. */
@@ -59,6 +61,8 @@ export interface SubscriptionsDeps {
   sealer: KeySealer;
   /** Subscriptions a client may hold unless it has a quota of its own (MAX_SUBSCRIPTIONS_PER_CLIENT). */
   maxSubscriptionsPerClient: number;
+  /** How long a new temporary relay subscription's lease runs before a listener's stream renews it (RELAY_LEASE). */
+  relayLeaseMs: number;
 }
 
 export const MAX_DESCRIPTION_LENGTH = 1000;
@@ -120,6 +124,8 @@ export class Subscriptions {
   async create(clientId: string, input: CreateSubscriptionInput): Promise<Subscription> {
     const event = (await this.deps.catalog.require(input.event)).name;
     if (input.relay && input.url !== "") throw new ValidationError("a relay subscription has no url: leave it empty", "url");
+    if (input.temporary && !input.relay)
+      throw new ValidationError("only a relay subscription can be temporary: set relay too, or leave temporary out", "temporary");
     const id = newId("sub");
     const url = input.relay ? relayUrl(id) : normaliseTargetUrl(input.url, this.deps.targetPolicy);
     assertDescription(input.description);
@@ -145,6 +151,7 @@ export class Subscriptions {
       ...(rateLimitPerSecond ? { rateLimitPerSecond } : {}),
       ...(sealedHeaders ? { sealedHeaders } : {}),
       ...(filter ? { filter } : {}),
+      ...(input.temporary ? { leaseExpiresAt: new Date(now.getTime() + this.deps.relayLeaseMs) } : {}),
       createdAt: now,
       updatedAt: now,
     };

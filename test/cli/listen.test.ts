@@ -123,6 +123,13 @@ test("a relay attempt nobody listens to fails with a clear error and is retried"
     relay: true,
   });
   t.is(withUrl.status, 400);
+  const temporaryWithUrl = await rest(running.baseUrl, "POST", "/api/webhookSubscription", {
+    event: "Order.Shipped",
+    url: "https://example.com/x",
+    temporary: true,
+  });
+  t.is(temporaryWithUrl.status, 400);
+  t.regex(String(temporaryWithUrl.json.message), /only a relay subscription can be temporary/);
   const foreign = await rest(running.baseUrl, "POST", "/webhooks.v1.DeliveryService/ReportRelayResult", {
     subscriptionId: "sub_doesnotexist",
     jobId,

@@ -67,7 +67,8 @@ function watches() {
     },
     announced: async () => {},
   };
-  return { watches: new DeliveryWatches({ feed, ...stores }), attached };
+  const leases = { hold: async () => ({ release: () => {} }) };
+  return { watches: new DeliveryWatches({ feed, ...stores, leases }), attached };
 }
 
 test("a client's watch is filtered to its client; another client's subscription is not found", async (t) => {

@@ -37,3 +37,36 @@ export function runCli(args: readonly string[], env: Record<string, string>, inp
 export function linesOf(child: ChildProcess): AsyncIterable<string> {
   return createInterface({ input: child.stdout as NodeJS.ReadableStream });
 }
+
+/** A CLI process whose stdout and stderr are collected, with a way to wait for a line. */
+export function watchCli(args: string[], env: Record<string, string>) {
+  const child: ChildProcess = spawnCli(args, env);
+  const output = { stdout: "", stderr: "" };
+  const listeners = new Set<() => void>();
+  const wake = () => {
+    for (const listener of listeners) listener();
+  };
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output.stdout += chunk.toString();
+    wake();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output.stderr += chunk.toString();
+    wake();
+  });
+  const closed = new Promise<number | null>((resolve) => child.once("close", resolve));
+  const waitFor = (stream: "stdout" | "stderr", pattern: RegExp) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (!pattern.test(output[stream])) return;
+        listeners.delete(check);
+        resolve();
+      };
+      listeners.add(check);
+      void closed.then(() => {
+        if (!pattern.test(output[stream])) reject(new Error(`exited before ${pattern} on ${stream}:\n${output.stdout}\n${output.stderr}`));
+      });
+      check();
+    });
+  return { child, output, closed, waitFor };
+}

@@ -2,6 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { spawnOwned } from "./children.js";
 import { FAST_TEST_ENV } from "./service.js";
+import { type StoreTarget, storeTargets } from "./stores.js";
 
 export interface ServiceProcess {
   child: ChildProcess;
@@ -79,4 +80,33 @@ export function startExpectingExit(env: Record<string, string>): Promise<{ code:
     // "close", not "exit": stderr is read to its end by then.
     child.once("close", (code) => resolve({ code, stderr }));
   });
+}
+
+/** Each test starts service processes two or three times: on a busy machine that takes minutes, not ava's default two. */
+const SERVICE_STARTS_TIMEOUT_MS = 5 * 60_000;
+
+/** One service process on a store kept across its restarts, on the same port (embedded PGlite unless `target` says). */
+export async function restartableService(
+  t: { teardown: (fn: () => Promise<void>) => void; timeout: (ms: number) => void },
+  target: StoreTarget | undefined = storeTargets()[0],
+  env: Record<string, string> = {},
+) {
+  t.timeout(SERVICE_STARTS_TIMEOUT_MS);
+  const store = await target?.create();
+  if (!store) throw new Error("no store target");
+  const state: { service: ServiceProcess } = { service: await spawnService({ ...store.env, ...env }) };
+  const port = new URL(state.service.baseUrl).port;
+  t.teardown(async () => {
+    await kill(state.service, "SIGKILL");
+    await store.cleanup();
+  });
+  return {
+    baseUrl: state.service.baseUrl,
+    /** What it was started with: another instance on the same store starts with it too. */
+    env: { ...store.env, ...env },
+    stop: (signal: NodeJS.Signals = "SIGTERM") => kill(state.service, signal),
+    start: async () => {
+      state.service = await spawnService({ ...store.env, ...env, PORT: port });
+    },
+  };
 }

@@ -8,6 +8,8 @@ export interface DocumentOptions {
   version: string;
   /** Services guarded by the admin token; every other one takes a client's API key. */
   adminServices: ReadonlySet<string>;
+  /** info.license: an SPDX identifier, e.g. `MIT`; absent: none. */
+  license?: string;
 }
 
 const SECURITY_SCHEMES = {
@@ -72,12 +74,15 @@ export function buildDocument(services: readonly DescService[], options: Documen
     info: {
       title: options.title,
       version: options.version,
+      ...(options.license ? { license: { name: options.license, identifier: options.license } } : {}),
       description:
         "The REST mapping of the API, generated from `proto/` (its `google.api.http` rules) by tools/protoc-gen-openapi. " +
         "Every operation is also a Connect, gRPC and gRPC-Web RPC at `/<package>.<Service>/<Method>`. " +
         "Fields follow the proto3 JSON mapping: lowerCamelCase names, 64-bit integers as strings, enums by name, timestamps in RFC 3339. " +
         "Answers carry every field, zero values included. Errors are Connect errors.",
     },
+    // The service serves this document itself: its operations are on the origin it came from.
+    servers: [{ url: "/", description: "The service that serves this document (/openapi.json)" }],
     tags: services
       .filter((service) => bindings.some((binding) => binding.method.parent === service))
       .map((service) => ({ name: service.name, ...describe(commentOf(service)) })),
@@ -158,12 +163,13 @@ function operation(binding: HttpBinding, schemas: ComponentSchemas): JsonSchema 
       throw new Error(`${binding.procedure}: body "${binding.body}": the REST gateway accepts only a JSON object as the body`);
     body = schemas.field(field);
   }
-  let response = schemas.message(output);
+  // The whole response message only when no response_body picks a field: otherwise its schema would go unused.
+  let response: JsonSchema;
   if (binding.responseBody) {
     const field = output.fields.find((each) => each.name === binding.responseBody);
     if (!field) throw new Error(`${binding.procedure}: response_body "${binding.responseBody}" is not a field of ${output.typeName}`);
     response = schemas.field(field);
-  }
+  } else response = schemas.message(output);
   return {
     ...(parameters.length > 0 ? { parameters } : {}),
     // Optional: the gateway reads an empty body as `{}`.

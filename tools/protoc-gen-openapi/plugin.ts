@@ -6,21 +6,24 @@ import { buildDocument, type DocumentOptions } from "./document.js";
 const OUTPUT_FILE = "openapi.json";
 
 /**
- * Options, each `key=value`: `title`, `version` (info.version) and
- * `admin_service=<package.Service>`, once per service guarded by the admin token.
+ * Options, each `key=value`: `title`, `version` (info.version), `license`
+ * (info.license, an SPDX identifier) and `admin_service=<package.Service>`,
+ * once per service guarded by the admin token.
  */
 function parseOptions(parameter: string): DocumentOptions {
   let title = "API";
   let version = "1";
+  let license: string | undefined;
   const adminServices = new Set<string>();
   for (const option of parameter.split(",").filter((each) => each !== "")) {
     const [key = "", value = ""] = option.split(/=(.*)/s, 2);
     if (key === "title") title = value;
     else if (key === "version") version = value;
+    else if (key === "license") license = value;
     else if (key === "admin_service") adminServices.add(value);
-    else throw new Error(`unknown option ${JSON.stringify(option)} (known: title, version, admin_service)`);
+    else throw new Error(`unknown option ${JSON.stringify(option)} (known: title, version, license, admin_service)`);
   }
-  return { title, version, adminServices };
+  return { title, version, adminServices, ...(license ? { license } : {}) };
 }
 
 /**

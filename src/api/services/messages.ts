@@ -74,6 +74,7 @@ export function toSubscriptionMessage(s: Subscription, keys: SignatureKeys, head
     rateLimitPerSecond: s.rateLimitPerSecond ?? 0,
     headers,
     ...(s.filter ? { filter: s.filter } : {}),
+    leaseExpiresAt: timestamp(s.leaseExpiresAt),
   });
 }
 

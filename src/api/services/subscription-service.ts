@@ -33,6 +33,7 @@ export function createSubscriptionService(deps: {
         description: req.description,
         ...(signatureScheme ? { signatureScheme } : {}),
         relay: req.relay,
+        temporary: req.temporary,
         rateLimitPerSecond: req.rateLimitPerSecond,
         headers: req.headers,
         ...(req.filter ? { filter: req.filter } : {}),

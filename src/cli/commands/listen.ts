@@ -98,7 +98,13 @@ export function addListenCommand(program: Command, context: Context, interrupt: 
           relays.push({ id: subscription.id, event: subscription.event, signatureKey: subscription.signatureKey, temporary: false });
         }
         for (const event of events) {
-          const { subscription } = await subscriptions.createSubscription({ event, url: "", relay: true, description: "webhooks listen" });
+          const { subscription } = await subscriptions.createSubscription({
+            event,
+            url: "",
+            relay: true,
+            temporary: true,
+            description: "webhooks listen",
+          });
           if (!subscription) throw new Error("the service answered without a subscription");
           relays.push({ id: subscription.id, event, signatureKey: subscription.signatureKey, temporary: true });
         }
@@ -106,11 +112,13 @@ export function addListenCommand(program: Command, context: Context, interrupt: 
       } finally {
         failures = await removeTemporary();
       }
-      if (failures.length > 0)
+      if (failures.length > 0) {
+        const [them, its] = failures.length > 1 ? ["them", "their leases end"] : ["it", "its lease ends"];
         throw new Error(
-          `could not remove the temporary relay subscription ${failures.join(", ")}; ` +
-            "remove it once the service answers: webhooks subscriptions delete <id>",
+          `could not remove the temporary relay subscription${failures.length > 1 ? "s" : ""} ${failures.join(", ")}; ` +
+            `the service deletes ${them} by itself once ${its}, about a minute after listen stopped (nothing is delivered to ${them} then)`,
         );
+      }
       if (!out.json) out.note(relays.some((relay) => relay.temporary) ? "stopped; temporary relay subscriptions removed" : "stopped");
     });
 }
@@ -170,6 +178,10 @@ async function forwardUntilInterrupted(
         ended = error;
       }
       if (interrupt.aborted) return;
+      if (announced && ended !== undefined && ConnectError.from(ended).code === Code.NotFound)
+        throw new Error(
+          `${ConnectError.from(ended).rawMessage}: the service deleted it when its lease ended, while listen could not reach it; start listen again`,
+        );
       if (!announced || !serviceWentAway(ended)) throw ended ?? new Error("the service closed the stream before it was in place");
       if (!away) out.note(out.style("yellow", `${whyEnded(ended)}; reconnecting (Ctrl-C to stop)`));
       away = true;

@@ -22,6 +22,8 @@ export async function ensureMongoIndexes(db: Db): Promise<void> {
       { key: { clientId: 1, url: 1 }, name: "wh_subscriptions_client_url_idx" },
       { key: { clientId: 1, createdAt: 1, _id: 1 }, name: "wh_subscriptions_client_created_idx" },
       { key: { clientId: 1, event: 1 }, name: "wh_subscriptions_client_event_idx", partialFilterExpression: { enabled: true } },
+      // Temporary relay subscriptions' leases (domain/relay-leases.ts): only they have the field.
+      { key: { leaseExpiresAt: 1 }, name: "wh_subscriptions_lease_idx", sparse: true },
     ]),
     c.notifications.createIndexes([
       { key: { createdAt: 1 }, name: "wh_notifications_unscheduled_idx", partialFilterExpression: { scheduled: false } },

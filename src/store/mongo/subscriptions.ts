@@ -54,6 +54,7 @@ export const toSubscription = (d: SubscriptionDoc): Subscription => ({
   privateKeyPem: d.privateKeyPem,
   ...presentOptional(d),
   ...(d.filterJson ? { filter: JSON.parse(d.filterJson) as JsonObject } : {}),
+  ...optional("leaseExpiresAt", d.leaseExpiresAt),
   createdAt: d.createdAt,
   updatedAt: d.updatedAt,
 });
@@ -85,6 +86,8 @@ export class MongoSubscriptionStore implements SubscriptionStore {
       privateKeyPem: s.privateKeyPem,
       ...presentOptional(s),
       ...filterField(s),
+      // Not among the optional fields `update` writes: renewals alone move it.
+      ...optional("leaseExpiresAt", s.leaseExpiresAt),
       createdAt: s.createdAt,
       updatedAt: s.updatedAt,
     });
@@ -204,9 +207,38 @@ export class MongoSubscriptionStore implements SubscriptionStore {
     return matchedCount === 1;
   }
 
-  async delete(id: string): Promise<boolean> {
+  delete(id: string): Promise<boolean> {
+    return this.#delete(id);
+  }
+
+  async renewLeases(ids: readonly string[], until: Date): Promise<void> {
+    const strings = ids.filter(isString);
+    if (strings.length === 0) return;
+    await this.subscriptions.updateMany({ _id: { $in: strings }, leaseExpiresAt: { $type: "date" } }, { $set: { leaseExpiresAt: until } });
+  }
+
+  async listLeaseEnded(now: Date, limit: number): Promise<string[]> {
+    checkLimit(limit);
+    if (limit === 0) return [];
+    const docs = await this.subscriptions
+      .find({ leaseExpiresAt: { $lt: now } })
+      .sort({ leaseExpiresAt: 1 })
+      .limit(limit)
+      .project<{ _id: string }>({ _id: 1 })
+      .toArray();
+    return docs.map((doc) => doc._id);
+  }
+
+  deleteLeaseEnded(id: string, now: Date): Promise<boolean> {
+    return this.#delete(id, now);
+  }
+
+  /** Deletes it, when `leaseEndedBy` is given only if its lease ended before then. */
+  async #delete(id: string, leaseEndedBy?: Date): Promise<boolean> {
     if (!isString(id)) return false;
-    const { deletedCount } = await this.subscriptions.deleteOne({ _id: id });
+    const { deletedCount } = await this.subscriptions.deleteOne(
+      leaseEndedBy ? { _id: id, leaseExpiresAt: { $lt: leaseEndedBy } } : { _id: id },
+    );
     if (deletedCount !== 1) return false;
     // No transaction: the subscription goes first, then each notification still pending ends as failed,
     // its last attempt saying why (as the SQL statement does). A crash in between leaves a pending one

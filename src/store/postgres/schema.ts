@@ -130,6 +130,9 @@ export const MIGRATIONS: readonly string[] = [
   // A subscription's custom headers, sealed (domain/custom-headers.ts), and its payload filter
   // (domain/payload-filter.ts); null: none.
   "ALTER TABLE wh_subscriptions ADD COLUMN sealed_headers text, ADD COLUMN payload_filter jsonb",
+  // A temporary relay subscription's lease (domain/relay-leases.ts); null on every other subscription.
+  `ALTER TABLE wh_subscriptions ADD COLUMN lease_expires_at timestamptz;
+   CREATE INDEX wh_subscriptions_lease_idx ON wh_subscriptions (lease_expires_at) WHERE lease_expires_at IS NOT NULL;`,
 ];
 
 /** Brings the schema up to date; `migrations` other than all of them only to build an older schema in a test. */

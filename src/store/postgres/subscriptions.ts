@@ -26,6 +26,7 @@ export interface SubscriptionRow {
   rate_limit_per_second: number | null;
   sealed_headers: string | null;
   payload_filter: JsonObject | null;
+  lease_expires_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -51,6 +52,7 @@ const COLUMN_SET: Record<keyof SubscriptionRow, true> = {
   rate_limit_per_second: true,
   sealed_headers: true,
   payload_filter: true,
+  lease_expires_at: true,
   created_at: true,
   updated_at: true,
 };
@@ -87,6 +89,7 @@ export const toSubscription = (row: SubscriptionRow): Subscription => ({
   ...optional("rateLimitPerSecond", row.rate_limit_per_second),
   ...optional("sealedHeaders", row.sealed_headers),
   ...optional("filter", row.payload_filter),
+  ...optional("leaseExpiresAt", row.lease_expires_at),
   createdAt: row.created_at,
   updatedAt: row.updated_at,
 });
@@ -187,9 +190,9 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     await connection.query(
       `INSERT INTO wh_subscriptions (id, url, description, enabled, public_key_pem, private_key_pem, next_public_key_pem,
          next_private_key_pem, rotation_deadline, disabled_reason, disabled_at, updated_at, rate_limit_per_second, sealed_headers,
-         payload_filter, client_id, event, created_at, failing_since, signature_scheme)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16, $17, $18, $19, $20)`,
-      [s.id, ...mutable(s), s.clientId, s.event, s.createdAt, s.failingSince ?? null, s.signatureScheme],
+         payload_filter, client_id, event, created_at, failing_since, signature_scheme, lease_expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16, $17, $18, $19, $20, $21)`,
+      [s.id, ...mutable(s), s.clientId, s.event, s.createdAt, s.failingSince ?? null, s.signatureScheme, s.leaseExpiresAt ?? null],
     );
   }
 
@@ -234,9 +237,35 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
     return rowCount === 1;
   }
 
-  async delete(id: string): Promise<boolean> {
+  delete(id: string): Promise<boolean> {
+    return this.#delete(id, null);
+  }
+
+  async renewLeases(ids: readonly string[], until: Date): Promise<void> {
+    await this.pool.query(
+      "UPDATE wh_subscriptions SET lease_expires_at = $2 WHERE id = ANY ($1::text[]) AND lease_expires_at IS NOT NULL",
+      [ids, until],
+    );
+  }
+
+  async listLeaseEnded(now: Date, limit: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      "SELECT id FROM wh_subscriptions WHERE lease_expires_at < $1 ORDER BY lease_expires_at LIMIT $2",
+      [now, limit],
+    );
+    return rows.map((row) => row.id);
+  }
+
+  deleteLeaseEnded(id: string, now: Date): Promise<boolean> {
+    return this.#delete(id, now);
+  }
+
+  /** Deletes it, when `leaseEndedBy` is set only if its lease ended before then. */
+  async #delete(id: string, leaseEndedBy: Date | null): Promise<boolean> {
     const { rows } = await this.pool.query<{ deleted: boolean }>(
-      `WITH gone AS (DELETE FROM wh_subscriptions WHERE id = $1 RETURNING id),
+      `WITH gone AS (
+              DELETE FROM wh_subscriptions WHERE id = $1 AND ($2::timestamptz IS NULL OR lease_expires_at < $2) RETURNING id
+            ),
             ended AS (
               UPDATE wh_notifications SET status = 'failed', attempt_count = attempt_count + 1, updated_at = now()
               WHERE subscription_id = $1 AND status = 'pending' AND EXISTS (SELECT 1 FROM gone)
@@ -247,7 +276,7 @@ export class PostgresSubscriptionStore implements SubscriptionStore {
               SELECT id, attempt, now(), 0, '${SUBSCRIPTION_DELETED}', false FROM ended
             )
        SELECT EXISTS (SELECT 1 FROM gone) AS deleted`,
-      [id],
+      [id, leaseEndedBy],
     );
     return rows[0]?.deleted === true;
   }
