@@ -1,6 +1,7 @@
 import { type Db, MongoClient } from "mongodb";
 import pg from "pg";
 import type { Logger } from "pino";
+import { StoreFullError } from "../domain/errors.js";
 import type { Store } from "../domain/ports.js";
 import { StoreConnectError } from "./connect-error.js";
 import { createMongoStore, ensureMongoIndexes } from "./mongo/mongo-store.js";
@@ -9,7 +10,7 @@ import { EmbeddedPool } from "./postgres/embedded-pool.js";
 import { createPostgresStore } from "./postgres/postgres-store.js";
 import { migrate } from "./postgres/schema.js";
 import type { SqlPool } from "./postgres/sql-pool.js";
-import { probeSpace, type SpaceReport, StoreSpace, watchingSpace } from "./postgres/store-space.js";
+import { asStoreFull, probeSpace, type SpaceReport, StoreSpace, watchingSpace } from "./postgres/store-space.js";
 import { reportingUnavailable } from "./postgres/unavailable.js";
 
 export type StoreConfig =
@@ -79,9 +80,15 @@ function storeSpace(pool: SqlPool, log: Logger): StoreSpace {
 }
 
 async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
-  const pool = await EmbeddedPool.open(dataDir, STABLE_PLANS, (err) => log.error({ err }, "embedded database failed"), {
-    vacuumEveryMs: VACUUM_EVERY_MS,
-  });
+  /** Set once the database is open; until then there is nothing to tell. */
+  let noticeFull: ((error: StoreFullError) => void) | undefined;
+  const onError = (err: Error) => {
+    // A vacuum round that found no room: the store is full, which is reported once, not every round.
+    const full = asStoreFull(err);
+    if (full instanceof StoreFullError && noticeFull) noticeFull(full);
+    else log.error({ err }, "embedded database failed");
+  };
+  const pool = await EmbeddedPool.open(dataDir, STABLE_PLANS, onError, { vacuumEveryMs: VACUUM_EVERY_MS });
   try {
     await migrate(pool);
   } catch (error) {
@@ -89,6 +96,7 @@ async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
     throw error;
   }
   const space = storeSpace(pool, log);
+  noticeFull = (error) => space.noticed(error);
   const watched = watchingSpace(pool, space);
   const store = createPostgresStore(watched);
   return {
