@@ -189,8 +189,9 @@ async function openPostgres(url: string, poolSize: number, log: Logger): Promise
   const pools = [apiPool, bookkeepingPool, notifications];
   const ends = pools.map(trackConnections);
   // A lost or refused connection, or a full disk, answers 503 "unavailable", not 500.
-  const space = storeSpace(reportingUnavailable(apiPool), log);
-  const api = watchingSpace(reportingUnavailable(apiPool), space);
+  const apiReporting = reportingUnavailable(apiPool);
+  const space = storeSpace(apiReporting, log);
+  const api = watchingSpace(apiReporting, space);
   const bookkeeping = watchingSpace(reportingUnavailable(bookkeepingPool), space);
   // An idle client losing its connection must not crash the process; the pool replaces it.
   // (The error carries its whole client: log what it says, not what it holds.)
