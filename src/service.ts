@@ -214,7 +214,11 @@ async function startOn(
     let stopping: Promise<void> | undefined;
     /** Aborted as shutdown begins: gRPC health watches end. */
     const closing = new AbortController();
-    const readiness = () => (stopping ? { ok: false, reason: "shutting down" } : engine.health());
+    const readiness = () => {
+      if (stopping) return { ok: false, reason: "shutting down" };
+      const space = opened.space();
+      return space.ok ? engine.health() : space;
+    };
     serve(
       createRequestHandler({
         routes: createRoutes(

@@ -7,6 +7,7 @@ import {
   NotFoundError,
   PermissionDeniedError,
   QuotaExceededError,
+  StoreFullError,
   StoreUnavailableError,
   UnauthenticatedError,
   ValidationError,
@@ -25,6 +26,7 @@ const CODES: ReadonlyArray<[new (...args: never[]) => DomainError, Code]> = [
   [FailedPreconditionError, Code.FailedPrecondition],
   [QuotaExceededError, Code.ResourceExhausted],
   [StoreUnavailableError, Code.Unavailable],
+  [StoreFullError, Code.Unavailable],
   [WatcherTooSlowError, Code.ResourceExhausted],
 ];
 
@@ -44,6 +46,7 @@ export function createErrorInterceptor(log: Logger): Interceptor {
     const map = (error: unknown): ConnectError => {
       const mapped = toConnectError(error);
       if (error instanceof StoreUnavailableError) log.warn({ err: error, ...callFields(req) }, "store unavailable");
+      if (error instanceof StoreFullError) log.warn({ err: error, ...callFields(req) }, "store full");
       if (mapped) return mapped;
       log.error({ err: error, ...callFields(req) }, "unexpected error");
       return new ConnectError("internal error", Code.Internal);

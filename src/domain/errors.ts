@@ -42,6 +42,20 @@ export class QuotaExceededError extends DomainError {}
 /** The store can't be reached right now (connection lost or refused): nothing was done; retrying later can work. */
 export class StoreUnavailableError extends DomainError {}
 
+/**
+ * The store has no room to write (a full disk: ENOSPC on the embedded store, SQLSTATE 53100 on
+ * PostgreSQL): nothing of the call was written; once space is freed, retrying works.
+ */
+export class StoreFullError extends DomainError {
+  constructor(
+    /** What the database said. */
+    readonly detail: string,
+    options?: ErrorOptions,
+  ) {
+    super(`the store is full (${detail}): nothing was written; free space on the database's disk, then retry`, options);
+  }
+}
+
 /** A live watcher read more slowly than activities came: it was cut off instead of buffered without bound. */
 export class WatcherTooSlowError extends DomainError {
   constructor(readonly capacity: number) {

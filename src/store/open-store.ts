@@ -1,6 +1,7 @@
 import { type Db, MongoClient } from "mongodb";
 import pg from "pg";
 import type { Logger } from "pino";
+import { StoreFullError } from "../domain/errors.js";
 import type { Store } from "../domain/ports.js";
 import { StoreConnectError } from "./connect-error.js";
 import { createMongoStore, ensureMongoIndexes } from "./mongo/mongo-store.js";
@@ -9,6 +10,7 @@ import { EmbeddedPool } from "./postgres/embedded-pool.js";
 import { createPostgresStore } from "./postgres/postgres-store.js";
 import { migrate } from "./postgres/schema.js";
 import type { SqlPool } from "./postgres/sql-pool.js";
+import { asStoreFull, probeSpace, type SpaceReport, StoreSpace, watchingSpace } from "./postgres/store-space.js";
 import { reportingUnavailable } from "./postgres/unavailable.js";
 
 export type StoreConfig =
@@ -44,6 +46,8 @@ export interface OpenStore {
   database: Database;
   /** For logs: which store, never credentials. */
   description: string;
+  /** Whether the store has room to write (StoreSpace); /readyz says why not. */
+  space(): SpaceReport;
   close(): Promise<void>;
 }
 
@@ -61,23 +65,50 @@ export async function openStore(config: StoreConfig, log: Logger): Promise<OpenS
 /** PGlite runs no autovacuum: the service vacuums the embedded database's tables this often (see EmbeddedPool). */
 const VACUUM_EVERY_MS = 10_000;
 
-async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
-  const pool = await EmbeddedPool.open(dataDir, STABLE_PLANS, (err) => log.error({ err }, "embedded database failed"), {
-    vacuumEveryMs: VACUUM_EVERY_MS,
+/** While the store is full, it is probed for room this often (StoreSpace). */
+const PROBE_SPACE_EVERY_MS = 1_000;
+
+function storeSpace(pool: SqlPool, log: Logger): StoreSpace {
+  return new StoreSpace({
+    probe: () => probeSpace(pool),
+    probeEveryMs: PROBE_SPACE_EVERY_MS,
+    onChange: (reason) =>
+      reason === undefined
+        ? log.info("the store has room again: writes resume")
+        : log.error({ reason }, "the store is full: writes fail until space is freed on its disk"),
   });
+}
+
+async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
+  /** Set once the database is open; until then there is nothing to tell. */
+  let noticeFull: ((error: StoreFullError) => void) | undefined;
+  const onError = (err: Error) => {
+    // A vacuum round that found no room: the store is full, which is reported once, not every round.
+    const full = asStoreFull(err);
+    if (full instanceof StoreFullError && noticeFull) noticeFull(full);
+    else log.error({ err }, "embedded database failed");
+  };
+  const pool = await EmbeddedPool.open(dataDir, STABLE_PLANS, onError, { vacuumEveryMs: VACUUM_EVERY_MS });
   try {
     await migrate(pool);
   } catch (error) {
     await pool.end();
     throw error;
   }
-  const store = createPostgresStore(pool);
+  const space = storeSpace(pool, log);
+  noticeFull = (error) => space.noticed(error);
+  const watched = watchingSpace(pool, space);
+  const store = createPostgresStore(watched);
   return {
     store,
     deliveryStore: store,
-    database: { kind: "postgres", api: pool, bookkeeping: pool },
+    database: { kind: "postgres", api: watched, bookkeeping: watched },
     description: `embedded PGlite in ${dataDir}`,
-    close: () => pool.end(),
+    space: () => space.report(),
+    close: () => {
+      space.stop();
+      return pool.end();
+    },
   };
 }
 
@@ -105,6 +136,8 @@ async function openMongo(url: string, changeStreams: boolean): Promise<OpenStore
       deliveryStore: store,
       database: { kind: "mongodb", db, changeStreams },
       description: `MongoDB at ${redact(url)}${changeStreams ? " (change-stream wake-ups)" : ""}`,
+      // A full disk stops mongod itself: the service sees a store it cannot reach.
+      space: () => ({ ok: true }),
       close: () => client.close(),
     };
   } catch (error) {
@@ -155,9 +188,11 @@ async function openPostgres(url: string, poolSize: number, log: Logger): Promise
   const notifications = new pg.Pool({ ...withSettings(url, []), ...CONNECTING, max: 4 });
   const pools = [apiPool, bookkeepingPool, notifications];
   const ends = pools.map(trackConnections);
-  // A lost or refused connection answers 503 "unavailable", not 500.
-  const api = reportingUnavailable(apiPool);
-  const bookkeeping = reportingUnavailable(bookkeepingPool);
+  // A lost or refused connection, or a full disk, answers 503 "unavailable", not 500.
+  const apiReporting = reportingUnavailable(apiPool);
+  const space = storeSpace(apiReporting, log);
+  const api = watchingSpace(apiReporting, space);
+  const bookkeeping = watchingSpace(reportingUnavailable(bookkeepingPool), space);
   // An idle client losing its connection must not crash the process; the pool replaces it.
   // (The error carries its whole client: log what it says, not what it holds.)
   for (const pool of pools) {
@@ -169,6 +204,7 @@ async function openPostgres(url: string, poolSize: number, log: Logger): Promise
     );
   }
   const close = async () => {
+    space.stop();
     await Promise.all(ends.map((end) => end()));
   };
   try {
@@ -188,6 +224,7 @@ async function openPostgres(url: string, poolSize: number, log: Logger): Promise
     deliveryStore: createPostgresStore(bookkeeping),
     database: { kind: "postgres", api, bookkeeping, notifications },
     description: `PostgreSQL at ${redact(url)}`,
+    space: () => space.report(),
     close,
   };
 }

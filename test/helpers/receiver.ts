@@ -25,7 +25,8 @@ export class Receiver {
     this.#server = server;
   }
 
-  static async start(respond?: Responder): Promise<Receiver> {
+  /** Listens on `port` (0: any free one). */
+  static async start(respond?: Responder, port = 0): Promise<Receiver> {
     const receiver: Receiver = new Receiver(
       createServer((req, res) => {
         const chunks: Buffer[] = [];
@@ -52,7 +53,7 @@ export class Receiver {
       }),
     );
     if (respond) receiver.respond = respond;
-    await new Promise<void>((resolve) => receiver.#server.listen(0, "127.0.0.1", resolve));
+    await new Promise<void>((resolve) => receiver.#server.listen(port, "127.0.0.1", resolve));
     return receiver;
   }
 
