@@ -126,25 +126,32 @@ function unprefixed<T>(row: object, prefix: string, columns: readonly string[]):
  * jobs run out. Rows another instance's purge is deleting at the same
  * moment are skipped, never waited for, and an ended notification never
  * gets a job again, so nothing pending is deleted. The attempts are deleted
- * here, not by the foreign key's cascade, to be counted.
+ * here, not by the foreign key's cascade, to be counted. Rows are looked
+ * up by `id = ANY (ARRAY(…))`, an index condition whatever the statistics
+ * (see job-statements.ts): a join planned while a table was empty reads the
+ * whole table for each row, which on the attempts table at retention's
+ * steady state is seconds per batch.
  */
 const PURGE_ENDED = `
-  WITH doomed AS (
+  WITH candidates AS (
     SELECT n.id FROM wh_clients c CROSS JOIN LATERAL (
       SELECT n.id FROM wh_notifications n
       WHERE n.client_id = c.id
         AND n.created_at < $1::timestamptz - make_interval(secs => COALESCE(c.retention_ms, $2::bigint) / 1000.0)
         AND n.status <> 'pending'
-        AND NOT EXISTS (SELECT 1 FROM wh_delivery_jobs j WHERE j.id = n.id)
       ORDER BY n.created_at, n.id
       LIMIT $3
-      FOR UPDATE OF n SKIP LOCKED
     ) n
     LIMIT $3
+  ), doomed AS (
+    SELECT n.id FROM wh_notifications n
+    WHERE n.id = ANY (ARRAY(SELECT id FROM candidates))
+      AND n.id <> ALL (ARRAY(SELECT j.id FROM wh_delivery_jobs j WHERE j.id = ANY (ARRAY(SELECT id FROM candidates))))
+    FOR UPDATE OF n SKIP LOCKED
   ), attempts AS (
-    DELETE FROM wh_delivery_attempts WHERE notification_id IN (SELECT id FROM doomed) RETURNING 1
+    DELETE FROM wh_delivery_attempts WHERE notification_id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING 1
   ), notifications AS (
-    DELETE FROM wh_notifications WHERE id IN (SELECT id FROM doomed) RETURNING 1
+    DELETE FROM wh_notifications WHERE id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING 1
   )
   SELECT (SELECT count(*) FROM notifications)::int AS notifications, (SELECT count(*) FROM attempts)::int AS attempts`;
 
