@@ -15,6 +15,7 @@ import { DeliveryEngine } from "./delivery/delivery-engine.js";
 import { DeliveryWorker } from "./delivery/delivery-worker.js";
 import { HttpSender } from "./delivery/http-sender.js";
 import { RelaySender } from "./delivery/relay-sender.js";
+import { ClientAccess } from "./domain/client-access.js";
 import { ClientDirectory } from "./domain/clients.js";
 import { observeAll } from "./domain/delivery-events.js";
 import { DeliveryWatches } from "./domain/delivery-watch.js";
@@ -94,6 +95,7 @@ async function startOn(
   // Every delivery in flight listens for the shutdown.
   setMaxListeners(0, shutdown.signal);
   const opened = await openStore(config.store, log);
+  let started: ClientAccess | undefined;
   try {
     const sealer = new KeySealer(
       config.signingMasterKey ?? (await loadOrCreateMasterKey(config.store.kind === "embedded" ? config.store.dataDir : ".", log)),
@@ -101,8 +103,19 @@ async function startOn(
     const catalog = new EventCatalog(opened.store.eventTypes);
     // The service's own events first: a catalog file's type of the same name does not replace them.
     await catalog.seed([...OPERATIONAL_EVENT_TYPES, ...config.catalog]);
-    const directory = new ClientDirectory(opened.store.clients);
-    if (config.bootstrapApiKey) await directory.ensureBootstrapClient(config.bootstrapApiKey);
+    const access = new ClientAccess({
+      store: opened.store.clients,
+      onError: (err) => log.warn({ err }, "reading which clients are disabled failed; the next read tries again"),
+    });
+    started = access;
+    await access.start();
+    const directory = new ClientDirectory(opened.store.clients, access, (err) =>
+      log.warn({ err }, "recording an API key's last use failed"),
+    );
+    if (config.bootstrapApiKey) {
+      const { client, keyId } = await directory.ensureBootstrapClient(config.bootstrapApiKey);
+      log.info({ clientId: client.id, keyId }, "BOOTSTRAP_API_KEY is key %s of client %s", keyId, client.id);
+    }
 
     const metrics = config.metrics.enabled
       ? new ServiceMetrics({ onReadError: (err) => log.warn({ err }, "reading the queue's counts for /metrics failed") })
@@ -143,6 +156,7 @@ async function startOn(
       ...(config.failingNoticeAfterMs === undefined ? {} : { failingNoticeAfterMs: config.failingNoticeAfterMs }),
       observer,
       ...(config.propagateTraceContext ? { traceHeaders: currentTraceHeaders } : {}),
+      isClientHeld: (clientId) => access.isBarred(clientId),
       log,
       shutdown: shutdown.signal,
     });
@@ -176,6 +190,7 @@ async function startOn(
       store: opened.store.notifications,
       subscriptionStore: opened.store.subscriptions,
       clients: opened.store.clients,
+      access,
       queue: engine,
       catalog,
       subscriptions,
@@ -210,6 +225,7 @@ async function startOn(
         routes: createRoutes(
           {
             directory,
+            access,
             catalog,
             subscriptions,
             notifications,
@@ -256,6 +272,7 @@ async function startOn(
           // Live watches never end by themselves: end them, or closing the port waits out its grace.
           await feed.stop();
           await retention.stop();
+          await access.stop();
           await listener.close(config.shutdownGraceMs);
           await engine.stop(config.shutdownGraceMs, () => shutdown.abort());
           await sender.close();
@@ -266,6 +283,7 @@ async function startOn(
       },
     };
   } catch (error) {
+    await started?.stop();
     await opened.close();
     throw error;
   }

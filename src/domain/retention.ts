@@ -34,8 +34,8 @@ export interface RetentionObserver {
 
 export interface RetentionPurgeDeps {
   store: Pick<NotificationStore, "purgeEnded" | "oldestCreatedAt">;
-  /** Read each round for the shortest retention, which sets when the next round runs. */
-  clients: Pick<ClientStore, "list">;
+  /** Read each round for the shortest retention, which sets when the next round runs; deleted clients' data goes too. */
+  clients: Pick<ClientStore, "list" | "purgeDeleted">;
   /** The service's retention (RETENTION); a client's own overrides it. */
   retentionMs: number;
   observer: RetentionObserver;
@@ -45,6 +45,7 @@ export interface RetentionPurgeDeps {
 
 /**
  * Deletes ended notifications past their retention, with their attempts,
+ * and whatever deleted clients (ClientDirectory.delete) left,
  * every `purgeIntervalMs` of the shortest retention: a round deletes `PURGE_BATCH` at a time until a
  * batch finds fewer, each batch a statement of its own, so deliveries' own
  * statements run between them and nothing is held for the whole round.
@@ -84,6 +85,13 @@ export class RetentionPurge {
       observer.purged(deleted);
       if (deleted.notifications < PURGE_BATCH || this.#stopped) break;
       // Whatever queued behind this batch goes before the next.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    // Deleted clients' data, all of it, pending notifications too, batch by batch until a batch finds nothing.
+    while (!this.#stopped) {
+      const { notifications, attempts, others } = await this.#deps.clients.purgeDeleted(PURGE_BATCH);
+      observer.purged({ notifications, attempts });
+      if (notifications + attempts + others === 0) break;
       await new Promise((resolve) => setImmediate(resolve));
     }
     observer.oldestKept(await store.oldestCreatedAt());
