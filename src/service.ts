@@ -96,6 +96,7 @@ async function startOn(
   setMaxListeners(0, shutdown.signal);
   const opened = await openStore(config.store, log);
   let started: ClientAccess | undefined;
+  let retention: RetentionPurge | undefined;
   try {
     const sealer = new KeySealer(
       config.signingMasterKey ?? (await loadOrCreateMasterKey(config.store.kind === "embedded" ? config.store.dataDir : ".", log)),
@@ -106,6 +107,8 @@ async function startOn(
     const access = new ClientAccess({
       store: opened.store.clients,
       onError: (err) => log.warn({ err }, "reading which clients are disabled failed; the next read tries again"),
+      // Made below, once the store is open and running: a deleted client's data is purged soon.
+      onDeleted: () => retention?.nudge(),
     });
     started = access;
     await access.start();
@@ -202,14 +205,15 @@ async function startOn(
     // Rotations entering their last hour are told within a few poll periods (10 s by default).
     operational.start(Math.min(60_000, 10 * config.schedulerPollMs));
     await feed.start((result) => relay.settle(result));
-    const retention = new RetentionPurge({
+    const purge = new RetentionPurge({
       store: opened.store.notifications,
       clients: opened.store.clients,
       retentionMs: config.retentionMs,
       observer: metrics ?? { purged: () => {}, oldestKept: () => {} },
       onError: (err) => log.warn({ err }, "a retention purge failed; the next one tries again"),
     });
-    retention.start();
+    retention = purge;
+    purge.start();
     const watches = new DeliveryWatches({
       feed,
       clients: opened.store.clients,
@@ -271,7 +275,7 @@ async function startOn(
           operational.stop();
           // Live watches never end by themselves: end them, or closing the port waits out its grace.
           await feed.stop();
-          await retention.stop();
+          await purge.stop();
           await access.stop();
           await listener.close(config.shutdownGraceMs);
           await engine.stop(config.shutdownGraceMs, () => shutdown.abort());

@@ -42,6 +42,8 @@ export class ClientAccess {
     private readonly deps: {
       store: Pick<ClientStore, "listBarred" | "validKeys">;
       onError: (error: unknown) => void;
+      /** Told when a deleted client is first known here (deleted on this instance or another): its data is to be purged. */
+      onDeleted?: () => void;
       refreshMs?: number;
     },
   ) {}
@@ -70,7 +72,9 @@ export class ClientAccess {
       this.deps.store.listBarred(),
       this.deps.store.validKeys([...new Set(watched.map((watch) => watch.keyId))]),
     ]);
+    const newlyDeleted = barred.some((client) => client.disabledReason === undefined && !this.#isDeleted(client.id));
     this.#barred = new Map(barred.map((client) => [client.id, client.disabledReason]));
+    if (newlyDeleted) this.deps.onDeleted?.();
     const validKeys = new Set(valid);
     for (const watch of watched) {
       // A key that was valid when its stream opened and is no longer: revoked, or its client deleted.
@@ -110,12 +114,17 @@ export class ClientAccess {
   noteDeleted(clientId: string): void {
     this.#barred.set(clientId, undefined);
     for (const watch of this.#watched) this.#endIfBarred(watch);
+    this.deps.onDeleted?.();
   }
 
   noteRevoked(keyId: string): void {
     for (const watch of this.#watched) {
       if (watch.keyId === keyId) this.#end(watch, new UnauthenticatedError("the API key this stream was opened with was revoked"));
     }
+  }
+
+  #isDeleted(clientId: string): boolean {
+    return this.#barred.has(clientId) && this.#barred.get(clientId) === undefined;
   }
 
   #endIfBarred(watch: Watched): void {
