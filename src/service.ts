@@ -116,8 +116,13 @@ async function startOn(
       log.warn({ err }, "recording an API key's last use failed"),
     );
     if (config.bootstrapApiKey) {
-      const { client, keyId } = await directory.ensureBootstrapClient(config.bootstrapApiKey);
-      log.info({ clientId: client.id, keyId }, "BOOTSTRAP_API_KEY is key %s of client %s", keyId, client.id);
+      const holder = await directory.ensureBootstrapClient(config.bootstrapApiKey);
+      if (holder)
+        log.info(
+          { clientId: holder.client.id, keyId: holder.keyId },
+          `BOOTSTRAP_API_KEY is key ${holder.keyId} of client ${holder.client.id}`,
+        );
+      else log.warn("BOOTSTRAP_API_KEY was revoked: it authenticates nothing; choose another key or unset it");
     }
 
     const metrics = config.metrics.enabled

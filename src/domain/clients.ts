@@ -90,13 +90,14 @@ export class ClientDirectory {
     return holder;
   }
 
-  /** Makes sure a client holding `apiKey` exists (BOOTSTRAP_API_KEY); answers it with the key's id. */
-  async ensureBootstrapClient(apiKey: string): Promise<KeyHolder> {
+  /**
+   * Makes sure a client holding `apiKey` exists (BOOTSTRAP_API_KEY); answers
+   * it with the key's id, or undefined when that key was revoked.
+   */
+  async ensureBootstrapClient(apiKey: string): Promise<KeyHolder | undefined> {
     const keyHash = hashApiKey(apiKey);
     await this.clients.ensureWithKey("bootstrap", keyHash);
-    const holder = await this.clients.findByKeyHash(keyHash);
-    if (!holder) throw new Error("BOOTSTRAP_API_KEY's key is revoked or its client deleted: choose another key");
-    return holder;
+    return this.clients.findByKeyHash(keyHash);
   }
 
   async create(name: string, limits: ClientLimitsInput = {}): Promise<{ client: Client; issued: IssuedKey }> {
