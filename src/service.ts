@@ -15,6 +15,7 @@ import { DeliveryEngine } from "./delivery/delivery-engine.js";
 import { DeliveryWorker } from "./delivery/delivery-worker.js";
 import { HttpSender } from "./delivery/http-sender.js";
 import { RelaySender } from "./delivery/relay-sender.js";
+import { ClientAccess } from "./domain/client-access.js";
 import { ClientDirectory } from "./domain/clients.js";
 import { observeAll } from "./domain/delivery-events.js";
 import { DeliveryWatches } from "./domain/delivery-watch.js";
@@ -95,6 +96,8 @@ async function startOn(
   // Every delivery in flight listens for the shutdown.
   setMaxListeners(0, shutdown.signal);
   const opened = await openStore(config.store, log);
+  let started: ClientAccess | undefined;
+  let retention: RetentionPurge | undefined;
   try {
     const sealer = new KeySealer(
       config.signingMasterKey ?? (await loadOrCreateMasterKey(config.store.kind === "embedded" ? config.store.dataDir : ".", log)),
@@ -102,8 +105,26 @@ async function startOn(
     const catalog = new EventCatalog(opened.store.eventTypes);
     // The service's own events first: a catalog file's type of the same name does not replace them.
     await catalog.seed([...OPERATIONAL_EVENT_TYPES, ...config.catalog]);
-    const directory = new ClientDirectory(opened.store.clients);
-    if (config.bootstrapApiKey) await directory.ensureBootstrapClient(config.bootstrapApiKey);
+    const access = new ClientAccess({
+      store: opened.store.clients,
+      onError: (err) => log.warn({ err }, "reading which clients are disabled failed; the next read tries again"),
+      // Made below, once the store is open and running: a deleted client's data is purged soon.
+      onDeleted: () => retention?.nudge(),
+    });
+    started = access;
+    await access.start();
+    const directory = new ClientDirectory(opened.store.clients, access, (err) =>
+      log.warn({ err }, "recording an API key's last use failed"),
+    );
+    if (config.bootstrapApiKey) {
+      const holder = await directory.ensureBootstrapClient(config.bootstrapApiKey);
+      if (holder)
+        log.info(
+          { clientId: holder.client.id, keyId: holder.keyId },
+          `BOOTSTRAP_API_KEY is key ${holder.keyId} of client ${holder.client.id}`,
+        );
+      else log.warn("BOOTSTRAP_API_KEY was revoked: it authenticates nothing; choose another key or unset it");
+    }
 
     const metrics = config.metrics.enabled
       ? new ServiceMetrics({ onReadError: (err) => log.warn({ err }, "reading the queue's counts for /metrics failed") })
@@ -144,6 +165,7 @@ async function startOn(
       ...(config.failingNoticeAfterMs === undefined ? {} : { failingNoticeAfterMs: config.failingNoticeAfterMs }),
       observer,
       ...(config.propagateTraceContext ? { traceHeaders: currentTraceHeaders } : {}),
+      isClientHeld: (clientId) => access.isBarred(clientId),
       log,
       shutdown: shutdown.signal,
     });
@@ -178,6 +200,7 @@ async function startOn(
       store: opened.store.notifications,
       subscriptionStore: opened.store.subscriptions,
       clients: opened.store.clients,
+      access,
       queue: engine,
       catalog,
       subscriptions,
@@ -189,14 +212,15 @@ async function startOn(
     // Rotations entering their last hour are told within a few poll periods (10 s by default).
     operational.start(Math.min(60_000, 10 * config.schedulerPollMs));
     await feed.start((result) => relay.settle(result));
-    const retention = new RetentionPurge({
+    const purge = new RetentionPurge({
       store: opened.store.notifications,
       clients: opened.store.clients,
       retentionMs: config.retentionMs,
       observer: metrics ?? { purged: () => {}, oldestKept: () => {} },
       onError: (err) => log.warn({ err }, "a retention purge failed; the next one tries again"),
     });
-    retention.start();
+    retention = purge;
+    purge.start();
     const leases = new RelayLeases({
       store: opened.store.subscriptions,
       leaseMs: config.relayLeaseMs,
@@ -224,6 +248,7 @@ async function startOn(
         routes: createRoutes(
           {
             directory,
+            access,
             catalog,
             subscriptions,
             notifications,
@@ -269,8 +294,9 @@ async function startOn(
           operational.stop();
           // Live watches never end by themselves: end them, or closing the port waits out its grace.
           await feed.stop();
-          await retention.stop();
+          await purge.stop();
           await leases.stop();
+          await access.stop();
           await listener.close(config.shutdownGraceMs);
           await engine.stop(config.shutdownGraceMs, () => shutdown.abort());
           await sender.close();
@@ -281,6 +307,7 @@ async function startOn(
       },
     };
   } catch (error) {
+    await started?.stop();
     await opened.close();
     throw error;
   }

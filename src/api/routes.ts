@@ -1,4 +1,5 @@
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
+import type { ClientAccess } from "../domain/client-access.js";
 import type { ClientDirectory } from "../domain/clients.js";
 import type { DeliveryWatches } from "../domain/delivery-watch.js";
 import type { EventCatalog } from "../domain/event-catalog.js";
@@ -26,6 +27,8 @@ import { createEdgeRefusalInterceptor } from "./transport/edge-facts.js";
 
 export interface ApiDeps {
   directory: ClientDirectory;
+  /** Ends streams whose key no longer holds. */
+  access: ClientAccess;
   catalog: EventCatalog;
   subscriptions: Subscriptions;
   notifications: Notifications;

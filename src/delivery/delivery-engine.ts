@@ -249,6 +249,7 @@ export class DeliveryEngine implements DeliveryQueue {
             if (until) await this.#end(lease, (held) => this.store.waitForSlot(held, until));
             return until;
           },
+          postpone: (until) => this.#end(lease, (held) => this.store.reschedule(held, until)),
           recordRetry: (attempt, retry) => {
             const delayMs = retryDelay(this.options.retryPolicy, retry.retry, retry.retryAfterMs);
             // The worker asks for no retry beyond the policy's last.

@@ -42,7 +42,12 @@ export interface AttemptRun {
    * to send now, or the time it waits for (its job is handed back, due then).
    */
   throttle(subscription: Subscription): Promise<Date | undefined>;
+  /** Hands the job back unattempted, due at `until` (no attempt is recorded or counted). */
+  postpone(until: Date): Promise<void>;
 }
+
+/** A held client's job (see `isClientHeld`) is looked at again this much later. */
+export const HELD_CLIENT_RECHECK_MS = 15_000;
 
 type Level = "info" | "warn" | "error";
 
@@ -94,6 +99,8 @@ export class DeliveryWorker {
       failingNoticeAfterMs?: number;
       /** Told of every attempt and of subscriptions it disables. */
       observer: DeliveryObserver;
+      /** Whether the notification's client is disabled or deleted: its jobs wait, unattempted (domain/client-access.ts). */
+      isClientHeld?: (clientId: string) => boolean;
       /** Headers sent with every attempt to carry its trace to the receiver (W3C `traceparent`); undefined: none. */
       traceHeaders?: () => Record<string, string>;
       log: Logger;
@@ -119,6 +126,11 @@ export class DeliveryWorker {
     const notification = read?.notification;
     if (notification?.status !== "pending") {
       this.deps.log.debug({ jobId: notificationId, status: notification?.status }, "nothing to deliver");
+      return "done";
+    }
+    if (this.deps.isClientHeld?.(notification.clientId)) {
+      await run.postpone(new Date(Date.now() + HELD_CLIENT_RECHECK_MS));
+      this.deps.log.debug({ jobId: notificationId, clientId: notification.clientId }, "client disabled or deleted: delivery waits");
       return "done";
     }
     const attempt = notification.attemptCount;

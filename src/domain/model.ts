@@ -11,6 +11,8 @@ export interface Client {
   retentionMs?: number;
   /** Its own subscription quota; absent: the service's (MAX_SUBSCRIPTIONS_PER_CLIENT). */
   maxSubscriptions?: number;
+  /** Set while an operator has it disabled, with why. */
+  disabled?: { at: Date; reason: string };
 }
 
 /** A client's own limits as an update gives them: undefined leaves one as it is, null returns it to the service's. */
@@ -25,6 +27,10 @@ export interface ApiKeyRecord {
   clientId: string;
   keyHash: string;
   createdAt: Date;
+  /** What it is for; may be empty. */
+  name: string;
+  /** When a call last authenticated with it, to within about a minute. */
+  lastUsedAt?: Date;
   revokedAt?: Date;
 }
 

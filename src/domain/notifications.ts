@@ -1,5 +1,6 @@
+import type { ClientAccess } from "./client-access.js";
 import type { DeliveryObserver } from "./delivery-events.js";
-import { NotFoundError, ValidationError } from "./errors.js";
+import { FailedPreconditionError, NotFoundError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
 import { isWellFormedId, newId } from "./ids.js";
 import type { DeliveryAttempt, JsonObject, Notification, NotificationStatus, Subscription } from "./model.js";
@@ -16,6 +17,8 @@ export interface NotificationsDeps {
   subscriptionStore: SubscriptionStore;
   /** Asked whether the client exists when a publish finds no subscription of it. */
   clients: ClientStore;
+  /** Which clients are disabled or deleted: publishes for them are refused. */
+  access: Pick<ClientAccess, "barred">;
   queue: DeliveryQueue;
   catalog: EventCatalog;
   subscriptions: Subscriptions;
@@ -54,6 +57,7 @@ export class Notifications {
 
   /** Fans an event out to the client's enabled subscriptions to it. */
   async publish(input: PublishInput): Promise<{ jobIds: string[]; duplicate: boolean }> {
+    this.#refuseBarred(input.clientId);
     const type = await this.deps.catalog.require(input.event);
     const at = new Date();
     const body = this.#body(type.name, input.payload, at);
@@ -149,6 +153,15 @@ export class Notifications {
     const copies = this.#copies(failed);
     await this.#accept(copies, [subscription]);
     return copies.map((n) => n.id);
+  }
+
+  #refuseBarred(clientId: string): void {
+    const barred = this.deps.access.barred(clientId);
+    if (barred?.deleted) throw new NotFoundError(`client ${clientId} not found; it was deleted`);
+    if (barred)
+      throw new FailedPreconditionError(
+        `client ${clientId} is disabled (${barred.reason}): publishes for it are refused until an operator enables it`,
+      );
   }
 
   async #requireClient(clientId: string): Promise<void> {

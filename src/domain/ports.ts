@@ -26,19 +26,67 @@ export interface Cursor {
   id: string;
 }
 
+/** A client as a key identifies it: the client and which of its keys. */
+export interface KeyHolder {
+  client: Client;
+  keyId: string;
+}
+
+/** A client an operator has barred: disabled (with why), or deleted and not yet purged. */
+export interface BarredClient {
+  id: string;
+  /** Absent: deleted. */
+  disabledReason?: string;
+}
+
+/** What one batch of a deleted client's purge removed. */
+export interface DeletedClientPurge {
+  notifications: number;
+  attempts: number;
+  /** Its subscriptions, idempotency keys and finally the client itself. */
+  others: number;
+}
+
 export interface ClientStore {
-  /** Creates the client if no client holds this key hash; returns the holder. */
+  /** Creates the client if no client holds this key hash (the key named `name` too); returns the holder. */
   ensureWithKey(name: string, keyHash: string): Promise<Client>;
-  /** The client holding this unrevoked key. */
-  findByKeyHash(keyHash: string): Promise<Client | undefined>;
+  /** The (not deleted) client holding this unrevoked key, and the key's id. */
+  findByKeyHash(keyHash: string): Promise<KeyHolder | undefined>;
   create(client: Client, key: ApiKeyRecord): Promise<void>;
+  /** The client, unless there is none or it is deleted. */
   get(id: string): Promise<Client | undefined>;
   /** Writes the client's own limits as `changes` says; the client as it now is, undefined when there is none. */
   setLimits(id: string, changes: ClientLimitChanges): Promise<Client | undefined>;
+  /** The clients not deleted, oldest first. */
   list(): Promise<Client[]>;
   addKey(key: ApiKeyRecord): Promise<void>;
   /** False when the client has no such key. Revoking twice is fine. */
   revokeKey(clientId: string, keyId: string, at: Date): Promise<boolean>;
+  /** The client's keys, revoked ones too, oldest first. */
+  listKeys(clientId: string): Promise<ApiKeyRecord[]>;
+  /**
+   * Records that the key was used at `at`, unless the record says it was
+   * used less than `withinMs` before (then nothing is written).
+   */
+  markKeyUsed(keyId: string, at: Date, withinMs: number): Promise<void>;
+  /** Disables the client (null: enables it); the client as it now is, undefined when there is none. */
+  setDisabled(id: string, disabled: { at: Date; reason: string } | null): Promise<Client | undefined>;
+  /**
+   * Marks the client deleted and deletes its keys at once; false when there
+   * is none. The rest of its data goes with `purgeDeleted`.
+   */
+  markDeleted(id: string, at: Date): Promise<boolean>;
+  /**
+   * Deletes up to `limit` rows of each kind of one deleted client's data:
+   * its notifications (with their attempts and jobs, except a job locked
+   * right now, which a later batch takes), then its subscriptions and
+   * idempotency keys, and the client itself once nothing is left.
+   */
+  purgeDeleted(limit: number): Promise<DeletedClientPurge>;
+  /** The clients disabled or deleted (not yet purged). */
+  listBarred(): Promise<BarredClient[]>;
+  /** Of these key ids, those still valid: unrevoked, of a client not deleted. */
+  validKeys(keyIds: readonly string[]): Promise<string[]>;
 }
 
 export interface EventTypeStore {

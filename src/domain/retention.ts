@@ -34,8 +34,8 @@ export interface RetentionObserver {
 
 export interface RetentionPurgeDeps {
   store: Pick<NotificationStore, "purgeEnded" | "oldestCreatedAt">;
-  /** Read each round for the shortest retention, which sets when the next round runs. */
-  clients: Pick<ClientStore, "list">;
+  /** Read each round for the shortest retention, which sets when the next round runs; deleted clients' data goes too. */
+  clients: Pick<ClientStore, "list" | "purgeDeleted">;
   /** The service's retention (RETENTION); a client's own overrides it. */
   retentionMs: number;
   observer: RetentionObserver;
@@ -45,6 +45,7 @@ export interface RetentionPurgeDeps {
 
 /**
  * Deletes ended notifications past their retention, with their attempts,
+ * and whatever deleted clients (ClientDirectory.delete) left,
  * every `purgeIntervalMs` of the shortest retention: a round deletes `PURGE_BATCH` at a time until a
  * batch finds fewer, each batch a statement of its own, so deliveries' own
  * statements run between them and nothing is held for the whole round.
@@ -58,6 +59,10 @@ export class RetentionPurge {
   #stopped = false;
   /** The shortest retention the last round saw. */
   #shortestMs: number;
+  /** The last round purged a deleted client's data: there may be more (a job that was locked), so the next comes soon. */
+  #deletedLeft = false;
+  /** A round was asked for while one ran. */
+  #again = false;
 
   constructor(deps: RetentionPurgeDeps) {
     this.#deps = deps;
@@ -65,6 +70,17 @@ export class RetentionPurge {
   }
 
   start(): void {
+    this.#schedule(0);
+  }
+
+  /** Runs a round now, or once the one under way ends: a client was deleted, and its data goes soon. */
+  nudge(): void {
+    if (this.#stopped) return;
+    if (this.#round) {
+      this.#again = true;
+      return;
+    }
+    clearTimeout(this.#timer);
     this.#schedule(0);
   }
 
@@ -86,6 +102,15 @@ export class RetentionPurge {
       // Whatever queued behind this batch goes before the next.
       await new Promise((resolve) => setImmediate(resolve));
     }
+    // Deleted clients' data, all of it, pending notifications too, batch by batch until a batch finds nothing.
+    this.#deletedLeft = false;
+    while (!this.#stopped) {
+      const { notifications, attempts, others } = await this.#deps.clients.purgeDeleted(PURGE_BATCH);
+      observer.purged({ notifications, attempts });
+      if (notifications + attempts + others === 0) break;
+      this.#deletedLeft = true;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     observer.oldestKept(await store.oldestCreatedAt());
     const own = (await this.#deps.clients.list()).map((client) => client.retentionMs ?? retentionMs);
     this.#shortestMs = Math.min(retentionMs, ...own);
@@ -98,7 +123,10 @@ export class RetentionPurge {
         .catch(this.#deps.onError)
         .finally(() => {
           this.#round = undefined;
-          this.#schedule(purgeIntervalMs(this.#shortestMs));
+          const again = this.#again;
+          this.#again = false;
+          // purgeIntervalMs(0): its shortest, for a deleted client whose data is not all gone yet.
+          this.#schedule(again ? 0 : this.#deletedLeft ? purgeIntervalMs(0) : purgeIntervalMs(this.#shortestMs));
         });
     }, delayMs);
     this.#timer.unref();

@@ -80,6 +80,9 @@ test("every operation answers as the document says: a walk through the whole RES
   await walk("PATCH", `/api/internal/clients/${clientId}`, { ...admin, body: { retention: "604800s", maxSubscriptions: 10 } });
   const second = await walk("POST", `/api/internal/clients/${clientId}/apiKeys`, { ...admin, body: {} });
   await walk("POST", `/api/internal/clients/${clientId}/apiKeys/${(second.apiKey as { id: string }).id}/revoke`, admin);
+  await walk("GET", `/api/internal/clients/${clientId}/apiKeys`, admin);
+  await walk("POST", `/api/internal/clients/${clientId}/disable`, { ...admin, body: { reason: "walked out" } });
+  await walk("POST", `/api/internal/clients/${clientId}/enable`, admin);
 
   const event = "Walk.Happened";
   await walk("POST", "/api/internal/eventTypes", {
@@ -128,6 +131,7 @@ test("every operation answers as the document says: a walk through the whole RES
   t.true(job.subscriptionDeleted);
   const dashboard = await walk("GET", "/api/internal/dashboard", admin);
   t.true((dashboard.failed as number) >= 2, "the two notifications that failed for good");
+  await walk("DELETE", `/api/internal/clients/${clientId}`, admin);
 
   const operationIds = checker.operations.map(({ operation }) => String(operation.operationId));
   t.deepEqual(

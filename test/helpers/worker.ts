@@ -104,6 +104,9 @@ export async function workerSetUp(
         await jobs.retry({ ...held, attempt: record, nextRunAt: new Date() });
       },
       throttle: async () => undefined,
+      postpone: async (until) => {
+        await jobs.reschedule(held, until);
+      },
     });
   };
   return { opened, receiver, subscription, accept, worker, attempt };

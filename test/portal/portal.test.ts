@@ -312,6 +312,55 @@ if (chromiumOrSkip(test, "portal end-to-end tests")) {
     t.deepEqual(problems.errors, []);
   });
 
+  test.serial("an operator lists a client's keys, revokes one, disables, enables and deletes the client, each confirmed", async (t) => {
+    await page.goto(`${running.baseUrl}/portal/`);
+    if (await page.getByLabel("Admin token").isVisible()) {
+      await page.getByLabel("Admin token").fill(ADMIN_TOKEN);
+      await page.getByRole("button", { name: "Sign in as operator" }).click();
+    }
+    await page.getByLabel("New client's name").fill("Offboarded Ltd");
+    await page.getByRole("button", { name: "Create client" }).click();
+    const key = (await page.locator(".once code.secret").textContent()) ?? "";
+    const asClient = { authorization: `Bearer ${key}` };
+    t.is((await fetch(`${running.baseUrl}/api/webhookSubscription`, { headers: asClient })).status, 200);
+
+    await page.getByRole("button", { name: "Manage Offboarded Ltd" }).click();
+    const keys = page.getByRole("table", { name: "API keys of Offboarded Ltd" });
+    const row = keys.locator("tbody tr").first();
+    await row.locator("td.mono", { hasText: /^key_/ }).waitFor();
+    t.is(await keys.getByText(key).count(), 0, "no secret in the list");
+
+    const detail = page.locator(".client-detail");
+    await detail.getByLabel("Reason for disabling (optional)").fill("contract ended");
+    await detail.getByRole("button", { name: "Disable" }).click();
+    t.is((await fetch(`${running.baseUrl}/api/webhookSubscription`, { headers: asClient })).status, 200, "not before it is confirmed");
+    await detail.getByRole("button", { name: "Yes, disable" }).click();
+    await page.getByRole("cell", { name: "disabled: contract ended" }).waitFor();
+    await detail.getByText(/Disabled since .*: contract ended/).waitFor();
+    await detail.screenshot({ path: `${ARTIFACTS}operator-client.png` });
+    const refused = await fetch(`${running.baseUrl}/api/webhookSubscription`, { headers: asClient });
+    t.is(refused.status, 403);
+    t.regex(await refused.text(), /contract ended/);
+    await detail.getByRole("button", { name: "Enable" }).click();
+    await detail.getByRole("button", { name: "Yes, enable" }).click();
+    await detail.getByLabel("Reason for disabling (optional)").waitFor();
+    t.is((await fetch(`${running.baseUrl}/api/webhookSubscription`, { headers: asClient })).status, 200);
+
+    await row.getByRole("button", { name: "Revoke" }).click();
+    await row.getByRole("button", { name: "Yes, revoke" }).click();
+    await row.getByRole("button", { name: "Revoke" }).waitFor({ state: "detached" });
+    t.is((await fetch(`${running.baseUrl}/api/webhookSubscription`, { headers: asClient })).status, 401);
+
+    await detail.getByRole("button", { name: "Delete" }).click();
+    await detail.getByRole("button", { name: "Cancel" }).click();
+    await detail.getByRole("button", { name: "Delete" }).click();
+    await detail.getByRole("button", { name: "Yes, delete" }).click();
+    await page.getByText("Client Offboarded Ltd deleted; its data is purged in the background.").waitFor();
+    await page.getByRole("cell", { name: "Offboarded Ltd", exact: true }).waitFor({ state: "detached" });
+    t.deepEqual(problems.dialogs, []);
+    t.deepEqual(problems.errors, []);
+  });
+
   test.serial("narrow screen, dark mode: the subscriptions page still reads", async (t) => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.emulateMedia({ colorScheme: "dark" });

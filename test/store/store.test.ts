@@ -9,6 +9,7 @@ import { EmbeddedPool } from "../../src/store/postgres/embedded-pool.js";
 import type { SqlPool } from "../../src/store/postgres/sql-pool.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
 import { embeddedDataDir, planOf, storeTargets } from "../helpers/stores.js";
+import { lifecycleContract } from "./lifecycle-contract.js";
 import { limitsContract } from "./limits-contract.js";
 import { relayLeaseContract } from "./relay-lease-contract.js";
 import { storeContract } from "./store-contract.js";
@@ -36,6 +37,7 @@ for (const target of storeTargets()) {
   storeContract(test, target.name, () => ready);
   limitsContract(test, target.name, () => ready);
   relayLeaseContract(test, target.name, () => ready);
+  lifecycleContract(test, target.name, () => ready);
 }
 
 // A store that can't run here is reported as skipped, by the variable that enables it.

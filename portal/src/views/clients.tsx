@@ -2,6 +2,7 @@ import { useState } from "preact/hooks";
 import { clients } from "../api.js";
 import { ConfirmButton, CopyButton, ErrorText, Section, useAction, useLoad } from "../components.js";
 import { formatTime } from "../format.js";
+import { ClientDetail } from "./client-detail.js";
 
 interface ShownKey {
   clientId: string;
@@ -38,10 +39,10 @@ export function Clients() {
   const list = useLoad(async () => (await clients.listClients({})).clients, []);
   const [name, setName] = useState("");
   const [shown, setShown] = useState<ShownKey>();
-  const [revokeClient, setRevokeClient] = useState("");
-  const [revokeKey, setRevokeKey] = useState("");
-  const [revoked, setRevoked] = useState<string>();
+  const [managed, setManaged] = useState<string>();
+  const [deleted, setDeleted] = useState<string>();
   const action = useAction();
+  const managedClient = list.value?.find((client) => client.id === managed);
   return (
     <Section title="Clients and API keys" id="clients">
       <ErrorText error={list.error} />
@@ -52,6 +53,7 @@ export function Clients() {
               <th scope="col">Name</th>
               <th scope="col">Id</th>
               <th scope="col">Created</th>
+              <th scope="col">State</th>
               <th scope="col">Keys</th>
             </tr>
           </thead>
@@ -63,7 +65,16 @@ export function Clients() {
                   {client.id}
                 </td>
                 <td data-label="Created">{formatTime(client.createdAt)}</td>
+                <td data-label="State">{client.disabledAt ? `disabled: ${client.disabledReason}` : "enabled"}</td>
                 <td data-label="Keys">
+                  <button
+                    type="button"
+                    aria-label={`Manage ${client.name}`}
+                    aria-expanded={managed === client.id}
+                    onClick={() => setManaged(managed === client.id ? undefined : client.id)}
+                  >
+                    Keys and state
+                  </button>{" "}
                   <button
                     type="button"
                     aria-label={`New API key for ${client.name}`}
@@ -82,6 +93,19 @@ export function Clients() {
           </tbody>
         </table>
       </div>
+      {managedClient && (
+        <ClientDetail
+          client={managedClient}
+          key={managedClient.id}
+          newestKey={shown?.keyId ?? ""}
+          onChanged={list.reload}
+          onDeleted={() => {
+            setDeleted(managedClient.name);
+            setManaged(undefined);
+          }}
+        />
+      )}
+      {deleted && <p role="status">Client {deleted} deleted; its data is purged in the background.</p>}
       {shown && <NewKey shown={shown} key={shown.keyId} />}
       <ErrorText error={action.error} />
       <form
@@ -104,29 +128,6 @@ export function Clients() {
           Create client
         </button>
       </form>
-      <form
-        class="inline"
-        onSubmit={async (submitted) => {
-          submitted.preventDefault();
-          setRevoked(undefined);
-          if (await action.run(() => clients.revokeApiKey({ clientId: revokeClient, keyId: revokeKey }))) setRevoked(revokeKey);
-        }}
-      >
-        <label for="revoke-client">Client id</label>
-        <input
-          id="revoke-client"
-          type="text"
-          required
-          value={revokeClient}
-          onInput={(changed) => setRevokeClient(changed.currentTarget.value)}
-        />
-        <label for="revoke-key">Key id</label>
-        <input id="revoke-key" type="text" required value={revokeKey} onInput={(changed) => setRevokeKey(changed.currentTarget.value)} />
-        <button type="submit" class="danger" disabled={action.busy}>
-          Revoke key
-        </button>
-      </form>
-      {revoked && <p role="status">Key {revoked} revoked.</p>}
     </Section>
   );
 }

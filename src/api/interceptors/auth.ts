@@ -7,6 +7,9 @@ import { bearerToken } from "./bearer-token.js";
 /** The authenticated client of the current call. */
 export const clientKey = createContextKey<Client | undefined>(undefined, { description: "authenticated client" });
 
+/** The id of the API key the current call authenticated with. */
+export const apiKeyIdKey = createContextKey<string | undefined>(undefined, { description: "API key id" });
+
 /** The client set by the auth interceptor; a call without one is a wiring bug. */
 export function requireClient(values: { get<T>(key: { id: symbol; defaultValue: T }): T }): Client {
   const client = values.get(clientKey);
@@ -17,8 +20,9 @@ export function requireClient(values: { get<T>(key: { id: symbol; defaultValue: 
 /** `Authorization: Bearer <api key>` → the client, stored in the call's context. */
 export function createClientAuthInterceptor(directory: ClientDirectory): Interceptor {
   return (next) => async (req) => {
-    const client = await directory.authenticate(bearerToken(req.header.get("authorization")));
+    const { client, keyId } = await directory.authenticate(bearerToken(req.header.get("authorization")));
     req.contextValues.set(clientKey, client);
+    req.contextValues.set(apiKeyIdKey, keyId);
     return next(req);
   };
 }

@@ -1,18 +1,20 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
+import type { ClientAccess } from "../../domain/client-access.js";
 import type { DeliveryWatches } from "../../domain/delivery-watch.js";
 import { ValidationError } from "../../domain/errors.js";
 import type { Notifications } from "../../domain/notifications.js";
 import type { RelayAnswers } from "../../domain/relay.js";
 import { type DeliveryService, NotificationStatus } from "../../gen/webhooks/v1/delivery_service_pb.js";
-import { requireClient } from "../interceptors/auth.js";
+import { apiKeyIdKey, requireClient } from "../interceptors/auth.js";
 import { statusFromMessage, toNotificationMessage } from "./messages.js";
-import { streamWatch, watchRequestOf } from "./watch-stream.js";
+import { streamWatch, watchRequestOf, whileKeyHolds } from "./watch-stream.js";
 
 export function createDeliveryService(deps: {
   notifications: Notifications;
   watches: DeliveryWatches;
   relayAnswers: RelayAnswers;
+  access: ClientAccess;
 }): ServiceImpl<typeof DeliveryService> {
   const { notifications } = deps;
   return {
@@ -53,7 +55,11 @@ export function createDeliveryService(deps: {
     },
 
     watchDeliveries(req, context) {
-      return streamWatch(deps.watches, watchRequestOf(requireClient(context.values).id, req), context.signal);
+      const client = requireClient(context.values);
+      const keyWatch = deps.access.watchKey(context.values.get(apiKeyIdKey) ?? "", client.id);
+      return whileKeyHolds(keyWatch, (signal) =>
+        streamWatch(deps.watches, watchRequestOf(client.id, req), AbortSignal.any([context.signal, signal])),
+      );
     },
   };
 }

@@ -131,6 +131,7 @@ export function toClientMessage(c: Client): ClientMessage {
     createdAt: timestamp(c.createdAt),
     ...(c.retentionMs === undefined ? {} : { retention: durationFromMs(c.retentionMs) }),
     maxSubscriptions: c.maxSubscriptions ?? 0,
+    ...(c.disabled ? { disabledAt: timestamp(c.disabled.at), disabledReason: c.disabled.reason } : {}),
   });
 }
 

@@ -1,5 +1,6 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { KeyWatch } from "../../domain/client-access.js";
 import type { Outcome } from "../../domain/delivery-activity.js";
 import type { DeliveryWatches, WatchRequest } from "../../domain/delivery-watch.js";
 import { type DeliveryActivity as DeliveryActivityMessage, DeliveryOutcome } from "../../gen/webhooks/v1/delivery_service_pb.js";
@@ -63,5 +64,18 @@ export async function* streamWatch(
     clearTimeout(keepAlive);
     signal.removeEventListener("abort", close);
     watch.close();
+  }
+}
+
+/**
+ * A stream that ends, with the error its key watch gives, once the key it
+ * was opened with no longer holds (revoked, its client disabled or deleted).
+ */
+export async function* whileKeyHolds<T>(keyWatch: KeyWatch, stream: (signal: AbortSignal) => AsyncIterable<T>): AsyncGenerator<T> {
+  try {
+    yield* stream(keyWatch.signal);
+    if (keyWatch.signal.aborted) throw keyWatch.signal.reason;
+  } finally {
+    keyWatch.release();
   }
 }

@@ -1,16 +1,10 @@
 import { readFile } from "node:fs/promises";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Command } from "commander";
-import {
-  ClientService,
-  CreateApiKeyResponseSchema,
-  CreateClientResponseSchema,
-  ListClientsResponseSchema,
-} from "../../gen/webhooks/v1/client_service_pb.js";
 import { EventService, ListEventTypesResponseSchema, PublishEventResponseSchema } from "../../gen/webhooks/v1/event_service_pb.js";
 import { EventTypeSchema } from "../../gen/webhooks/v1/subscription_pb.js";
 import { UsageError } from "../connection.js";
-import { time } from "../output.js";
+import { addClientCommands } from "./clients.js";
 import type { Context } from "./context.js";
 
 /** A JSON object from a file, or from stdin for "-". */
@@ -35,58 +29,9 @@ async function readJsonObject(source: string, what: string, stdin: NodeJS.Readab
   return value as JsonObject;
 }
 
-/** The internal API, with the admin token: clients, API keys, event types, publishing. */
+/** The internal API, with the admin token: clients and API keys (clients.ts), event types, publishing. */
 export function addAdminCommands(program: Command, context: Context, stdin: NodeJS.ReadableStream): void {
-  const clients = program.command("clients").description("admin: the clients (tenants)");
-  clients
-    .command("list", { isDefault: true })
-    .description("every client")
-    .action(async () => {
-      const { out, connection } = context();
-      const answer = await connection.client(ClientService, "adminToken").listClients({});
-      if (out.json) return out.message(ListClientsResponseSchema, answer);
-      out.table(
-        ["ID", "NAME", "CREATED"],
-        answer.clients.map((client) => [client.id, client.name, time(client.createdAt)]),
-      );
-    });
-  clients
-    .command("create <name>")
-    .description("a new client and its first API key (shown once)")
-    .action(async (name: string) => {
-      const { out, connection } = context();
-      const answer = await connection.client(ClientService, "adminToken").createClient({ name });
-      if (out.json) return out.message(CreateClientResponseSchema, answer);
-      out.fields([
-        ["client", answer.client?.id ?? ""],
-        ["api key id", answer.apiKey?.id ?? ""],
-        ["api key", answer.apiKey?.key ?? ""],
-      ]);
-    });
-
-  const apiKeys = program.command("api-keys").description("admin: a client's API keys");
-  apiKeys
-    .command("create <clientId>")
-    .description("a new API key for the client (shown once)")
-    .action(async (clientId: string) => {
-      const { out, connection } = context();
-      const answer = await connection.client(ClientService, "adminToken").createApiKey({ clientId });
-      if (out.json) return out.message(CreateApiKeyResponseSchema, answer);
-      out.fields([
-        ["api key id", answer.apiKey?.id ?? ""],
-        ["api key", answer.apiKey?.key ?? ""],
-      ]);
-    });
-  apiKeys
-    .command("revoke <clientId> <keyId>")
-    .description("revokes an API key")
-    .action(async (clientId: string, keyId: string) => {
-      const { out, connection } = context();
-      await connection.client(ClientService, "adminToken").revokeApiKey({ clientId, keyId });
-      if (out.json) return out.line(JSON.stringify({ revoked: keyId }));
-      out.line(`revoked ${keyId}`);
-    });
-
+  addClientCommands(program, context);
   const eventTypes = program.command("event-types").description("admin: the event catalog");
   eventTypes
     .command("list", { isDefault: true })

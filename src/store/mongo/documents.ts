@@ -14,6 +14,8 @@ export const ATTEMPTS = "wh_delivery_attempts";
 // Each document is its domain record with the id as `_id`, so the two can't drift apart.
 export interface ClientDoc extends Omit<Client, "id"> {
   _id: string;
+  /** Set once it is deleted: its data is being purged, and then it goes too. */
+  deletedAt?: Date | null;
 }
 
 export interface ApiKeyDoc {
@@ -21,7 +23,10 @@ export interface ApiKeyDoc {
   _id: string;
   keyHash: string;
   clientId: string;
+  /** Missing on keys from before names: "". */
+  name?: string;
   createdAt: Date;
+  lastUsedAt?: Date;
   revokedAt?: Date | null;
 }
 

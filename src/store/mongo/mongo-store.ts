@@ -13,7 +13,7 @@ export async function createMongoStore(db: Db): Promise<Store> {
   const c = collections(db);
   const subscriptions = new MongoSubscriptionStore(c.subscriptions, c.clients, c.notifications, c.attempts);
   return {
-    clients: new MongoClientStore(c.clients, c.apiKeys),
+    clients: new MongoClientStore(c),
     eventTypes: new MongoEventTypeStore(c.eventTypes),
     subscriptions,
     notifications: new MongoNotificationStore(c.notifications, c.attempts, c.clients),

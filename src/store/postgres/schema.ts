@@ -133,6 +133,11 @@ export const MIGRATIONS: readonly string[] = [
   // A temporary relay subscription's lease (domain/relay-leases.ts); null on every other subscription.
   `ALTER TABLE wh_subscriptions ADD COLUMN lease_expires_at timestamptz;
    CREATE INDEX wh_subscriptions_lease_idx ON wh_subscriptions (lease_expires_at) WHERE lease_expires_at IS NOT NULL;`,
+  // A client's lifecycle (domain/client-access.ts), polled by each instance through the partial index,: disabled with a reason, or deleted and being purged in
+  // batches (then it is gone); each API key's name, and when it was last used (written about once a minute).
+  `ALTER TABLE wh_clients ADD COLUMN disabled_at timestamptz, ADD COLUMN disabled_reason text, ADD COLUMN deleted_at timestamptz;
+   CREATE INDEX wh_clients_barred_idx ON wh_clients (id) WHERE disabled_at IS NOT NULL OR deleted_at IS NOT NULL;
+   ALTER TABLE wh_api_keys ADD COLUMN name text NOT NULL DEFAULT '', ADD COLUMN last_used_at timestamptz;`,
 ];
 
 /** Brings the schema up to date; `migrations` other than all of them only to build an older schema in a test. */

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/v1/client_service.proto.
  */
 export const file_webhooks_v1_client_service: GenFile = /*@__PURE__*/
-  fileDesc("CiB3ZWJob29rcy92MS9jbGllbnRfc2VydmljZS5wcm90bxILd2ViaG9va3MudjEimwEKBkNsaWVudBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCXJldGVudGlvbhgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIZChFtYXhfc3Vic2NyaXB0aW9ucxgFIAEoBSJRCgZBcGlLZXkSCgoCaWQYASABKAkSCwoDa2V5GAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImwKE0NyZWF0ZUNsaWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIsCglyZXRlbnRpb24YAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGQoRbWF4X3N1YnNjcmlwdGlvbnMYAyABKAUiYQoUQ3JlYXRlQ2xpZW50UmVzcG9uc2USIwoGY2xpZW50GAEgASgLMhMud2ViaG9va3MudjEuQ2xpZW50EiQKB2FwaV9rZXkYAiABKAsyEy53ZWJob29rcy52MS5BcGlLZXkiFAoSTGlzdENsaWVudHNSZXF1ZXN0IjsKE0xpc3RDbGllbnRzUmVzcG9uc2USJAoHY2xpZW50cxgBIAMoCzITLndlYmhvb2tzLnYxLkNsaWVudCKMAQoTVXBkYXRlQ2xpZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSLAoJcmV0ZW50aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEh4KEW1heF9zdWJzY3JpcHRpb25zGAMgASgFSACIAQFCFAoSX21heF9zdWJzY3JpcHRpb25zIjsKFFVwZGF0ZUNsaWVudFJlc3BvbnNlEiMKBmNsaWVudBgBIAEoCzITLndlYmhvb2tzLnYxLkNsaWVudCIoChNDcmVhdGVBcGlLZXlSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI8ChRDcmVhdGVBcGlLZXlSZXNwb25zZRIkCgdhcGlfa2V5GAEgASgLMhMud2ViaG9va3MudjEuQXBpS2V5IjgKE1Jldm9rZUFwaUtleVJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCSIWChRSZXZva2VBcGlLZXlSZXNwb25zZTKxBQoNQ2xpZW50U2VydmljZRJ1CgxDcmVhdGVDbGllbnQSIC53ZWJob29rcy52MS5DcmVhdGVDbGllbnRSZXF1ZXN0GiEud2ViaG9va3MudjEuQ3JlYXRlQ2xpZW50UmVzcG9uc2UiIILT5JMCGjoBKiIVL2FwaS9pbnRlcm5hbC9jbGllbnRzEnIKC0xpc3RDbGllbnRzEh8ud2ViaG9va3MudjEuTGlzdENsaWVudHNSZXF1ZXN0GiAud2ViaG9va3MudjEuTGlzdENsaWVudHNSZXNwb25zZSIgkAIBgtPkkwIXEhUvYXBpL2ludGVybmFsL2NsaWVudHMSiQEKDFVwZGF0ZUNsaWVudBIgLndlYmhvb2tzLnYxLlVwZGF0ZUNsaWVudFJlcXVlc3QaIS53ZWJob29rcy52MS5VcGRhdGVDbGllbnRSZXNwb25zZSI0gtPkkwIuOgEqYgZjbGllbnQyIS9hcGkvaW50ZXJuYWwvY2xpZW50cy97Y2xpZW50X2lkfRKJAQoMQ3JlYXRlQXBpS2V5EiAud2ViaG9va3MudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBohLndlYmhvb2tzLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlIjSC0+STAi46ASoiKS9hcGkvaW50ZXJuYWwvY2xpZW50cy97Y2xpZW50X2lkfS9hcGlLZXlzEpwBCgxSZXZva2VBcGlLZXkSIC53ZWJob29rcy52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GiEud2ViaG9va3MudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2UiR5ACAoLT5JMCPjoBKiI5L2FwaS9pbnRlcm5hbC9jbGllbnRzL3tjbGllbnRfaWR9L2FwaUtleXMve2tleV9pZH0vcmV2b2tlYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("CiB3ZWJob29rcy92MS9jbGllbnRfc2VydmljZS5wcm90bxILd2ViaG9va3MudjEi5QEKBkNsaWVudBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCXJldGVudGlvbhgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIZChFtYXhfc3Vic2NyaXB0aW9ucxgFIAEoBRIvCgtkaXNhYmxlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPZGlzYWJsZWRfcmVhc29uGAcgASgJIsEBCgZBcGlLZXkSCgoCaWQYASABKAkSCwoDa2V5GAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBG5hbWUYBCABKAkSMAoMbGFzdF91c2VkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpyZXZva2VkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJsChNDcmVhdGVDbGllbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkSLAoJcmV0ZW50aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhkKEW1heF9zdWJzY3JpcHRpb25zGAMgASgFImEKFENyZWF0ZUNsaWVudFJlc3BvbnNlEiMKBmNsaWVudBgBIAEoCzITLndlYmhvb2tzLnYxLkNsaWVudBIkCgdhcGlfa2V5GAIgASgLMhMud2ViaG9va3MudjEuQXBpS2V5IhQKEkxpc3RDbGllbnRzUmVxdWVzdCI7ChNMaXN0Q2xpZW50c1Jlc3BvbnNlEiQKB2NsaWVudHMYASADKAsyEy53ZWJob29rcy52MS5DbGllbnQijAEKE1VwZGF0ZUNsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEiwKCXJldGVudGlvbhgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIeChFtYXhfc3Vic2NyaXB0aW9ucxgDIAEoBUgAiAEBQhQKEl9tYXhfc3Vic2NyaXB0aW9ucyI7ChRVcGRhdGVDbGllbnRSZXNwb25zZRIjCgZjbGllbnQYASABKAsyEy53ZWJob29rcy52MS5DbGllbnQiNgoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSI8ChRDcmVhdGVBcGlLZXlSZXNwb25zZRIkCgdhcGlfa2V5GAEgASgLMhMud2ViaG9va3MudjEuQXBpS2V5IjgKE1Jldm9rZUFwaUtleVJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCSIWChRSZXZva2VBcGlLZXlSZXNwb25zZSInChJMaXN0QXBpS2V5c1JlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIjwKE0xpc3RBcGlLZXlzUmVzcG9uc2USJQoIYXBpX2tleXMYASADKAsyEy53ZWJob29rcy52MS5BcGlLZXkiOQoURGlzYWJsZUNsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSI8ChVEaXNhYmxlQ2xpZW50UmVzcG9uc2USIwoGY2xpZW50GAEgASgLMhMud2ViaG9va3MudjEuQ2xpZW50IigKE0VuYWJsZUNsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIjsKFEVuYWJsZUNsaWVudFJlc3BvbnNlEiMKBmNsaWVudBgBIAEoCzITLndlYmhvb2tzLnYxLkNsaWVudCIoChNEZWxldGVDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSIWChREZWxldGVDbGllbnRSZXNwb25zZTLuCQoNQ2xpZW50U2VydmljZRJ1CgxDcmVhdGVDbGllbnQSIC53ZWJob29rcy52MS5DcmVhdGVDbGllbnRSZXF1ZXN0GiEud2ViaG9va3MudjEuQ3JlYXRlQ2xpZW50UmVzcG9uc2UiIILT5JMCGjoBKiIVL2FwaS9pbnRlcm5hbC9jbGllbnRzEnIKC0xpc3RDbGllbnRzEh8ud2ViaG9va3MudjEuTGlzdENsaWVudHNSZXF1ZXN0GiAud2ViaG9va3MudjEuTGlzdENsaWVudHNSZXNwb25zZSIgkAIBgtPkkwIXEhUvYXBpL2ludGVybmFsL2NsaWVudHMSiQEKDFVwZGF0ZUNsaWVudBIgLndlYmhvb2tzLnYxLlVwZGF0ZUNsaWVudFJlcXVlc3QaIS53ZWJob29rcy52MS5VcGRhdGVDbGllbnRSZXNwb25zZSI0gtPkkwIuOgEqYgZjbGllbnQyIS9hcGkvaW50ZXJuYWwvY2xpZW50cy97Y2xpZW50X2lkfRKJAQoMQ3JlYXRlQXBpS2V5EiAud2ViaG9va3MudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBohLndlYmhvb2tzLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlIjSC0+STAi46ASoiKS9hcGkvaW50ZXJuYWwvY2xpZW50cy97Y2xpZW50X2lkfS9hcGlLZXlzEoYBCgtMaXN0QXBpS2V5cxIfLndlYmhvb2tzLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBogLndlYmhvb2tzLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2UiNJACAYLT5JMCKxIpL2FwaS9pbnRlcm5hbC9jbGllbnRzL3tjbGllbnRfaWR9L2FwaUtleXMSnAEKDFJldm9rZUFwaUtleRIgLndlYmhvb2tzLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaIS53ZWJob29rcy52MS5SZXZva2VBcGlLZXlSZXNwb25zZSJHkAICgtPkkwI+OgEqIjkvYXBpL2ludGVybmFsL2NsaWVudHMve2NsaWVudF9pZH0vYXBpS2V5cy97a2V5X2lkfS9yZXZva2USlwEKDURpc2FibGVDbGllbnQSIS53ZWJob29rcy52MS5EaXNhYmxlQ2xpZW50UmVxdWVzdBoiLndlYmhvb2tzLnYxLkRpc2FibGVDbGllbnRSZXNwb25zZSI/kAICgtPkkwI2OgEqYgZjbGllbnQiKS9hcGkvaW50ZXJuYWwvY2xpZW50cy97Y2xpZW50X2lkfS9kaXNhYmxlEpMBCgxFbmFibGVDbGllbnQSIC53ZWJob29rcy52MS5FbmFibGVDbGllbnRSZXF1ZXN0GiEud2ViaG9va3MudjEuRW5hYmxlQ2xpZW50UmVzcG9uc2UiPpACAoLT5JMCNToBKmIGY2xpZW50IigvYXBpL2ludGVybmFsL2NsaWVudHMve2NsaWVudF9pZH0vZW5hYmxlEoEBCgxEZWxldGVDbGllbnQSIC53ZWJob29rcy52MS5EZWxldGVDbGllbnRSZXF1ZXN0GiEud2ViaG9va3MudjEuRGVsZXRlQ2xpZW50UmVzcG9uc2UiLJACAoLT5JMCIyohL2FwaS9pbnRlcm5hbC9jbGllbnRzL3tjbGllbnRfaWR9YgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message webhooks.v1.Client
@@ -49,6 +49,20 @@ export type Client = Message<"webhooks.v1.Client"> & {
    * @generated from field: int32 max_subscriptions = 5;
    */
   maxSubscriptions: number;
+
+  /**
+   * Set while it is disabled (DisableClient).
+   *
+   * @generated from field: google.protobuf.Timestamp disabled_at = 6;
+   */
+  disabledAt?: Timestamp | undefined;
+
+  /**
+   * Why it is disabled, as DisableClient was told; empty while it is enabled.
+   *
+   * @generated from field: string disabled_reason = 7;
+   */
+  disabledReason: string;
 };
 
 /**
@@ -78,6 +92,29 @@ export type ApiKey = Message<"webhooks.v1.ApiKey"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 3;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * What the key is for, as given when it was made ("bootstrap" for the key
+   * of `BOOTSTRAP_API_KEY`); may be empty.
+   *
+   * @generated from field: string name = 4;
+   */
+  name: string;
+
+  /**
+   * When a call last authenticated with it, to within about a minute; absent:
+   * never used.
+   *
+   * @generated from field: google.protobuf.Timestamp last_used_at = 5;
+   */
+  lastUsedAt?: Timestamp | undefined;
+
+  /**
+   * When it was revoked; absent: it is valid.
+   *
+   * @generated from field: google.protobuf.Timestamp revoked_at = 6;
+   */
+  revokedAt?: Timestamp | undefined;
 };
 
 /**
@@ -232,6 +269,13 @@ export type CreateApiKeyRequest = Message<"webhooks.v1.CreateApiKeyRequest"> & {
    * @generated from field: string client_id = 1;
    */
   clientId: string;
+
+  /**
+   * What the key is for (up to 200 characters), shown when keys are listed.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
 };
 
 /**
@@ -294,6 +338,148 @@ export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@_
   messageDesc(file_webhooks_v1_client_service, 11);
 
 /**
+ * @generated from message webhooks.v1.ListApiKeysRequest
+ */
+export type ListApiKeysRequest = Message<"webhooks.v1.ListApiKeysRequest"> & {
+  /**
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+};
+
+/**
+ * Describes the message webhooks.v1.ListApiKeysRequest.
+ * Use `create(ListApiKeysRequestSchema)` to create a new message.
+ */
+export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_client_service, 12);
+
+/**
+ * @generated from message webhooks.v1.ListApiKeysResponse
+ */
+export type ListApiKeysResponse = Message<"webhooks.v1.ListApiKeysResponse"> & {
+  /**
+   * Oldest first; `key` is always empty.
+   *
+   * @generated from field: repeated webhooks.v1.ApiKey api_keys = 1;
+   */
+  apiKeys: ApiKey[];
+};
+
+/**
+ * Describes the message webhooks.v1.ListApiKeysResponse.
+ * Use `create(ListApiKeysResponseSchema)` to create a new message.
+ */
+export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_client_service, 13);
+
+/**
+ * @generated from message webhooks.v1.DisableClientRequest
+ */
+export type DisableClientRequest = Message<"webhooks.v1.DisableClientRequest"> & {
+  /**
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+
+  /**
+   * Why (up to 500 characters), told to every call made with its keys; empty:
+   * "disabled by an operator".
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message webhooks.v1.DisableClientRequest.
+ * Use `create(DisableClientRequestSchema)` to create a new message.
+ */
+export const DisableClientRequestSchema: GenMessage<DisableClientRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_client_service, 14);
+
+/**
+ * @generated from message webhooks.v1.DisableClientResponse
+ */
+export type DisableClientResponse = Message<"webhooks.v1.DisableClientResponse"> & {
+  /**
+   * @generated from field: webhooks.v1.Client client = 1;
+   */
+  client?: Client | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.DisableClientResponse.
+ * Use `create(DisableClientResponseSchema)` to create a new message.
+ */
+export const DisableClientResponseSchema: GenMessage<DisableClientResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_client_service, 15);
+
+/**
+ * @generated from message webhooks.v1.EnableClientRequest
+ */
+export type EnableClientRequest = Message<"webhooks.v1.EnableClientRequest"> & {
+  /**
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+};
+
+/**
+ * Describes the message webhooks.v1.EnableClientRequest.
+ * Use `create(EnableClientRequestSchema)` to create a new message.
+ */
+export const EnableClientRequestSchema: GenMessage<EnableClientRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_client_service, 16);
+
+/**
+ * @generated from message webhooks.v1.EnableClientResponse
+ */
+export type EnableClientResponse = Message<"webhooks.v1.EnableClientResponse"> & {
+  /**
+   * @generated from field: webhooks.v1.Client client = 1;
+   */
+  client?: Client | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.EnableClientResponse.
+ * Use `create(EnableClientResponseSchema)` to create a new message.
+ */
+export const EnableClientResponseSchema: GenMessage<EnableClientResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_client_service, 17);
+
+/**
+ * @generated from message webhooks.v1.DeleteClientRequest
+ */
+export type DeleteClientRequest = Message<"webhooks.v1.DeleteClientRequest"> & {
+  /**
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+};
+
+/**
+ * Describes the message webhooks.v1.DeleteClientRequest.
+ * Use `create(DeleteClientRequestSchema)` to create a new message.
+ */
+export const DeleteClientRequestSchema: GenMessage<DeleteClientRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_client_service, 18);
+
+/**
+ * @generated from message webhooks.v1.DeleteClientResponse
+ */
+export type DeleteClientResponse = Message<"webhooks.v1.DeleteClientResponse"> & {
+};
+
+/**
+ * Describes the message webhooks.v1.DeleteClientResponse.
+ * Use `create(DeleteClientResponseSchema)` to create a new message.
+ */
+export const DeleteClientResponseSchema: GenMessage<DeleteClientResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_client_service, 19);
+
+/**
  * For operators: the clients that own subscriptions, and their API keys.
  * Authenticated with the admin token.
  *
@@ -339,7 +525,18 @@ export const ClientService: GenService<{
     output: typeof CreateApiKeyResponseSchema;
   },
   /**
-   * Revokes a key at once; calls with it get 401.
+   * A client's API keys, newest last, revoked ones too: never their secrets.
+   *
+   * @generated from rpc webhooks.v1.ClientService.ListApiKeys
+   */
+  listApiKeys: {
+    methodKind: "unary";
+    input: typeof ListApiKeysRequestSchema;
+    output: typeof ListApiKeysResponseSchema;
+  },
+  /**
+   * Revokes a key at once; calls with it get 401, and streams it opened end
+   * with `unauthenticated` within a few seconds, on every instance.
    *
    * @generated from rpc webhooks.v1.ClientService.RevokeApiKey
    */
@@ -347,6 +544,42 @@ export const ClientService: GenService<{
     methodKind: "unary";
     input: typeof RevokeApiKeyRequestSchema;
     output: typeof RevokeApiKeyResponseSchema;
+  },
+  /**
+   * Disables a client: its keys get 403 `permission_denied` naming the
+   * reason, its streams end, publishes for it are refused with
+   * `failed_precondition`, and its pending deliveries wait (no attempt is
+   * made or counted) until EnableClient. Disabling again changes the reason.
+   *
+   * @generated from rpc webhooks.v1.ClientService.DisableClient
+   */
+  disableClient: {
+    methodKind: "unary";
+    input: typeof DisableClientRequestSchema;
+    output: typeof DisableClientResponseSchema;
+  },
+  /**
+   * Enables a disabled client again: its waiting deliveries go out.
+   *
+   * @generated from rpc webhooks.v1.ClientService.EnableClient
+   */
+  enableClient: {
+    methodKind: "unary";
+    input: typeof EnableClientRequestSchema;
+    output: typeof EnableClientResponseSchema;
+  },
+  /**
+   * Deletes a client for good: its keys at once, then its subscriptions,
+   * notifications and their attempts in the background, in small batches;
+   * its pending deliveries are never attempted. Later calls about it answer
+   * `not_found`.
+   *
+   * @generated from rpc webhooks.v1.ClientService.DeleteClient
+   */
+  deleteClient: {
+    methodKind: "unary";
+    input: typeof DeleteClientRequestSchema;
+    output: typeof DeleteClientResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_webhooks_v1_client_service, 0);

@@ -781,7 +781,10 @@ export const DeliveryService: GenService<{
    * first message carries no activity: the watch is in place (after any
    * replay). Messages without activity follow every 15 s while nothing
    * happens. A watcher that reads too slowly is cut off with
-   * `resource_exhausted`; reconnect with `since` to miss nothing.
+   * `resource_exhausted`; reconnect with `since` to miss nothing. It ends
+   * with `unauthenticated` within a few seconds of its API key being revoked
+   * (or its client deleted), and with `permission_denied` once its client is
+   * disabled.
    * Served over gRPC, Connect and gRPC-Web; no REST path.
    *
    * @generated from rpc webhooks.v1.DeliveryService.WatchDeliveries
