@@ -51,7 +51,8 @@ const CLIENT_COLUMNS =
 /**
  * One batch of a deleted client's notifications (their attempts and jobs go with them), skipping
  * those whose job is locked: the attempt under way records against it, and the worker hands it back
- * unattempted (the client is barred), so a later batch takes it.
+ * unattempted (the client is barred), so a later batch takes it. Rows by `id = ANY (ARRAY(…))`, an
+ * index condition whatever the statistics (see notifications.ts's PURGE_ENDED).
  */
 const PURGE_DELETED_NOTIFICATIONS = `
   WITH doomed AS (
@@ -61,9 +62,9 @@ const PURGE_DELETED_NOTIFICATIONS = `
     LIMIT $2
     FOR UPDATE OF n SKIP LOCKED
   ), attempts AS (
-    DELETE FROM wh_delivery_attempts WHERE notification_id IN (SELECT id FROM doomed) RETURNING 1
+    DELETE FROM wh_delivery_attempts WHERE notification_id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING 1
   ), notifications AS (
-    DELETE FROM wh_notifications WHERE id IN (SELECT id FROM doomed) RETURNING 1
+    DELETE FROM wh_notifications WHERE id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING 1
   )
   SELECT (SELECT count(*) FROM notifications)::int AS notifications, (SELECT count(*) FROM attempts)::int AS attempts`;
 
