@@ -71,9 +71,17 @@ function serve(db: PGlite): void {
   post({ kind: "ready" });
 }
 
+/** What went wrong, never empty: PGlite's start can fail with an Error that has no message (e.g. an abort). */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause === undefined ? "" : ` (cause: ${describe(error.cause)})`;
+  const top = error.stack?.split("\n")[1]?.trim() ?? "";
+  return `${error.message || `${error.name} without a message${top ? `, ${top}` : ""}`}${cause}`;
+}
+
 try {
   serve(await openEmbeddedDatabase((workerData as EmbeddedThreadData).directory));
 } catch (error) {
-  post({ kind: "failed", message: (error as Error).message });
+  post({ kind: "failed", message: describe(error) });
   port.close();
 }
