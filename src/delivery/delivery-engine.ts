@@ -3,7 +3,7 @@ import { Agenda, type Job, type NotificationChannel } from "agenda";
 import type { Logger } from "pino";
 import { endpointOf } from "../domain/endpoint.js";
 import type { Notification, Subscription } from "../domain/model.js";
-import type { DeliveryQueue } from "../domain/ports.js";
+import type { AcceptedPublish, DeliveryQueue, PublishedBatchItem } from "../domain/ports.js";
 import { type RetryPolicy, retryDelay } from "../domain/retry-policy.js";
 import { contextOfTraceParent, currentTraceParent } from "../observability/trace-context.js";
 import { AgendaJobs, DELIVER_JOB, type DeliverJobData, type Lease } from "./agenda-jobs.js";
@@ -175,15 +175,24 @@ export class DeliveryEngine implements DeliveryQueue {
     if (reserved.includes(false)) this.#announce();
   }
 
-  async acceptOnce(
-    clientId: string,
-    key: string,
-    notifications: readonly Notification[],
-    subscriptions: readonly Subscription[],
-  ): Promise<{ ids: string[]; duplicate: boolean }> {
-    const result = await this.store.insertOnce(clientId, key, this.#deliveries(notifications, subscriptions));
-    if (!result.duplicate && notifications.length > 0) this.#announce();
-    return result;
+  /** Without any idempotency key, as `accept` (one statement); else in one transaction, nothing locked. */
+  async acceptBatch(items: readonly PublishedBatchItem[], subscriptions: readonly Subscription[]): Promise<AcceptedPublish[]> {
+    if (items.every((item) => item.key === undefined)) {
+      await this.accept(
+        items.flatMap((item) => item.notifications),
+        subscriptions,
+      );
+      return items.map((item) => ({ ids: item.notifications.map((notification) => notification.id), duplicate: false }));
+    }
+    const answers = await this.store.insertBatch(
+      items.map((item) => ({
+        clientId: item.clientId,
+        ...(item.key === undefined ? {} : { key: item.key }),
+        deliveries: this.#deliveries(item.notifications, subscriptions),
+      })),
+    );
+    if (answers.some((answer) => !answer.duplicate && answer.ids.length > 0)) this.#announce();
+    return answers;
   }
 
   async start(): Promise<void> {

@@ -18,6 +18,19 @@ export interface NewDelivery {
   lockedAt?: Date;
 }
 
+/** One publish's notifications, stored once per client and idempotency key (none: stored every time). */
+export interface KeyedDeliveries {
+  clientId: string;
+  key?: string;
+  deliveries: readonly NewDelivery[];
+}
+
+/** What a keyed publish stored, or (`duplicate`) what the first with its key stored. */
+export interface Accepted {
+  ids: string[];
+  duplicate: boolean;
+}
+
 /** A job (one pending notification's next attempt; its id is the notification's) and the lock its holder took. */
 export interface HeldJob {
   readonly id: string;
@@ -86,8 +99,13 @@ export interface JobStore {
   prepare(): Promise<void>;
   /** Stores the notifications, each with a job due now (unlocked, or locked by this instance where `lockedAt` is set), in one durable commit. */
   insert(deliveries: readonly NewDelivery[]): Promise<void>;
-  /** As `insert` (nothing locked), once per client and idempotency key: a repeated key stores nothing and answers the ids the first call stored. */
-  insertOnce(clientId: string, key: string, deliveries: readonly NewDelivery[]): Promise<{ ids: string[]; duplicate: boolean }>;
+  /**
+   * As `insert` (nothing locked), for several publishes in one durable commit,
+   * each once per client and idempotency key where it has one: a repeated key
+   * stores nothing and answers the ids the first call stored. The items'
+   * (client, key) pairs are distinct; the answers come in the items' order.
+   */
+  insertBatch(items: readonly KeyedDeliveries[]): Promise<Accepted[]>;
   /**
    * Locks due jobs, and jobs whose holder's lock expired, oldest due first,
    * within the request's budgets (fairness/budgets.ts, withinBudgets).
