@@ -22,6 +22,8 @@ import { signBody } from "../src/domain/signature.js";
 import { generateEd25519KeyPair, standardWebhooksHeaders } from "../src/domain/standard-webhooks.js";
 import { type GcPauses, gcPausesBetween, gcPausesOf } from "./gc-pauses.js";
 import { ONE_SUBSCRIBER, ONE_SUBSCRIBER_PUBLISHERS } from "./one-subscriber.js";
+import { installPeers, runPeers } from "./peers.js";
+import { aheadOfPeers, peersTable } from "./peers-table.js";
 import { ask, child, freePort, machineBusyMs, processCpuMs, tracked } from "./processes.js";
 import type { Protocol } from "./publisher.js";
 import { SCHEMES, type Scheme, type SchemeFigures, schemeTable } from "./schemes.js";
@@ -40,6 +42,9 @@ const only = process.argv
   .split(",");
 const runs = (scenario: string) => only === undefined || only.includes(scenario);
 const asJson = process.argv.includes("--json");
+/** `--peers` also measures what teams build instead (bench/peers.ts), after the stores; `--peers=bullmq,pg-boss` some of them. */
+const peersArgument = process.argv.find((a) => a === "--peers" || a.startsWith("--peers="));
+const withPeers = peersArgument !== undefined;
 /** `--store=postgres` runs one store only. */
 const onlyStore = process.argv.find((a) => a.startsWith("--store="))?.slice(8);
 /** BENCH_METRICS=off runs the service with METRICS_ENABLED=false, to compare a run with metrics and one without. */
@@ -896,6 +901,29 @@ async function main() {
       await prepared.done();
     }
   }
+  if (withPeers) {
+    if (process.env.POSTGRES_URL) {
+      installPeers();
+      await runPeers({
+        adminUrl: process.env.POSTGRES_URL,
+        receiver: receiver.process,
+        receiverPort,
+        ceilingNow: (when) => measureCeiling(SCHEMES[0] as Scheme, when),
+        report,
+        phase,
+        size: {
+          events: SIZE.events * SIZE.fanOut,
+          warmupEvents: SIZE.warmupEvents,
+          segments: SIZE.throughputSegments,
+          latencySeconds: SIZE.latencySeconds,
+          repeats: SIZE.repeats,
+        },
+        publishers: ONE_SUBSCRIBER_PUBLISHERS,
+        ...(peersArgument?.startsWith("--peers=") ? { only: peersArgument.slice(8).split(",") } : {}),
+      });
+      rows.push(...aheadOfPeers(rows));
+    } else console.error("  (--peers needs POSTGRES_URL: the peers keep their notifications in PostgreSQL)");
+  }
   receiver.process.kill();
   const list = verdicts(rows);
   const machine = {
@@ -910,6 +938,10 @@ async function main() {
     `\nTargets (${quick ? "quick run: too short to judge by" : "full run"}; ${machine.cpus} × ${machine.model}, Node ${machine.node}):`,
   );
   console.error(summary(list));
+  if (withPeers) {
+    console.error("\nSide by side with the peers (same run, same receiver, publisher and ceiling loop):");
+    console.error(peersTable(rows));
+  }
   if (schemeFigures.some((f) => f.store !== "machine")) {
     console.error("\nSignature schemes (reported, no target):");
     console.error(schemeTable(schemeFigures));

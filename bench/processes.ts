@@ -22,10 +22,15 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   });
 }
 
-export function child(script: string): Promise<{ process: ChildProcess; ready: Record<string, unknown> }> {
+/** Starts `script` (a path under bench/) with `env` added to the bench's; resolves with its first message. */
+export function child(
+  script: string,
+  env: Record<string, string> = {},
+): Promise<{ process: ChildProcess; ready: Record<string, unknown> }> {
   const proc = tracked(
     fork(join(import.meta.dirname, script), [], {
       execArgv: ["--import", "tsx"],
+      env: { ...process.env, ...env },
       stdio: ["ignore", "inherit", "inherit", "ipc"],
     }),
   );
