@@ -184,11 +184,12 @@ export class DeliveryEngine implements DeliveryQueue {
       );
       return items.map((item) => ({ ids: item.notifications.map((notification) => notification.id), duplicate: false }));
     }
+    const toDelivery = this.#toDelivery(subscriptions);
     const answers = await this.store.insertBatch(
       items.map((item) => ({
         clientId: item.clientId,
         ...(item.key === undefined ? {} : { key: item.key }),
-        deliveries: this.#deliveries(item.notifications, subscriptions),
+        deliveries: item.notifications.map(toDelivery),
       })),
     );
     if (answers.some((answer) => !answer.duplicate && answer.ids.length > 0)) this.#announce();
@@ -310,13 +311,18 @@ export class DeliveryEngine implements DeliveryQueue {
   }
 
   #deliveries(notifications: readonly Notification[], subscriptions: readonly Subscription[]): NewDelivery[] {
+    return notifications.map(this.#toDelivery(subscriptions));
+  }
+
+  /** Turns a notification made for one of `subscriptions` into its delivery, in the current call's trace. */
+  #toDelivery(subscriptions: readonly Subscription[]): (notification: Notification) => NewDelivery {
     const urls = new Map(subscriptions.map((subscription) => [subscription.id, subscription.url]));
     const traceContext = currentTraceParent();
-    return notifications.map((notification) => ({
+    return (notification) => ({
       notification,
       endpoint: endpointOf(notification.clientId, urls.get(notification.subscriptionId) ?? ""),
       ...(traceContext ? { traceContext } : {}),
-    }));
+    });
   }
 
   /** New jobs are due: this instance's feed and the other instances look for them. */

@@ -1,4 +1,5 @@
 import type { DeliveryAttempt, FinalStatus, Notification, Subscription } from "../domain/model.js";
+import type { AcceptedPublish } from "../domain/ports.js";
 import type { LockRequest, PassedOver } from "./fairness/budgets.js";
 import type { LaneJob } from "./fairness/fair-lanes.js";
 
@@ -23,12 +24,6 @@ export interface KeyedDeliveries {
   clientId: string;
   key?: string;
   deliveries: readonly NewDelivery[];
-}
-
-/** What a keyed publish stored, or (`duplicate`) what the first with its key stored. */
-export interface Accepted {
-  ids: string[];
-  duplicate: boolean;
 }
 
 /** A job (one pending notification's next attempt; its id is the notification's) and the lock its holder took. */
@@ -105,7 +100,7 @@ export interface JobStore {
    * stores nothing and answers the ids the first call stored. The items'
    * (client, key) pairs are distinct; the answers come in the items' order.
    */
-  insertBatch(items: readonly KeyedDeliveries[]): Promise<Accepted[]>;
+  insertBatch(items: readonly KeyedDeliveries[]): Promise<AcceptedPublish[]>;
   /**
    * Locks due jobs, and jobs whose holder's lock expired, oldest due first,
    * within the request's budgets (fairness/budgets.ts, withinBudgets).

@@ -96,7 +96,7 @@ export class Notifications {
    * accepted or, when one is refused, none (its error names its index).
    */
   async publishMany(inputs: readonly PublishInput[]): Promise<AcceptedPublish[]> {
-    if (inputs.length === 0) throw new ValidationError("events is empty: send 1 to 500 events", "events");
+    if (inputs.length === 0) throw new ValidationError(`events is empty: send 1 to ${MAX_BATCH} events`, "events");
     if (inputs.length > MAX_BATCH)
       throw new ValidationError(`events has ${inputs.length} events; at most ${MAX_BATCH} go in one call: split it`, "events");
     const lookups = this.#lookups();

@@ -1,7 +1,6 @@
 import type { Collection, Db } from "mongodb";
 import { type LockRequest, scanWindow, withinBudgets, withoutBudget } from "../../delivery/fairness/budgets.js";
 import type {
-  Accepted,
   DeliveryRead,
   FinishedRun,
   HeldJob,
@@ -15,6 +14,7 @@ import type {
 } from "../../delivery/job-store.js";
 import { endpointOf } from "../../domain/endpoint.js";
 import type { DeliveryAttempt, NotificationStatus } from "../../domain/model.js";
+import type { AcceptedPublish } from "../../domain/ports.js";
 import { type AttemptDoc, collections, isString, type NotificationDoc, nextAttemptSeq, optional, toNotificationDoc } from "./documents.js";
 import { claimKeys } from "./idempotency-keys.js";
 import { toNotification } from "./notifications.js";
@@ -124,7 +124,7 @@ export class MongoJobStore implements JobStore {
     );
   }
 
-  async insertBatch(items: readonly KeyedDeliveries[]): Promise<Accepted[]> {
+  async insertBatch(items: readonly KeyedDeliveries[]): Promise<AcceptedPublish[]> {
     const idsOf = (item: KeyedDeliveries) => item.deliveries.map((delivery) => delivery.notification.id);
     const keyed = items.flatMap((item, index) => (item.key === undefined ? [] : [{ index, clientId: item.clientId, key: item.key }]));
     // No transaction: the notifications go in first, held back until their keys are settled, so that a

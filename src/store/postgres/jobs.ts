@@ -2,7 +2,6 @@ import { Coalescer } from "../../coalescer.js";
 import type { LockRequest } from "../../delivery/fairness/budgets.js";
 import { scanWindow, withoutBudget } from "../../delivery/fairness/budgets.js";
 import type {
-  Accepted,
   FinishedRun,
   HeldJob,
   JobCounts,
@@ -13,6 +12,7 @@ import type {
   NewDelivery,
   RetriedRun,
 } from "../../delivery/job-store.js";
+import type { AcceptedPublish } from "../../domain/ports.js";
 import { claimKeys } from "./idempotency-keys.js";
 import { prepareJobTable } from "./job-schema.js";
 import {
@@ -124,7 +124,7 @@ export class PostgresJobStore implements JobStore {
     if (deliveries.length > 0) await this.#inserts.call(deliveries);
   }
 
-  insertBatch(items: readonly KeyedDeliveries[]): Promise<Accepted[]> {
+  insertBatch(items: readonly KeyedDeliveries[]): Promise<AcceptedPublish[]> {
     return inTransaction(this.pools.api, async (client) => {
       const keyed = items.flatMap((item, index) =>
         item.key === undefined ? [] : [{ index, clientId: item.clientId, key: item.key, ids: idsOf(item.deliveries) }],
