@@ -1,6 +1,8 @@
 /** The service beside the peers (bench/peers.ts), from one run's figures. */
-import { PEERS } from "./peers.js";
 import type { Figure } from "./targets.js";
+
+/** What teams build instead of the service, as bench/peers/ has them (`--peers=` takes these names). */
+export const PEERS = ["graphile-worker", "pg-boss", "bullmq"] as const;
 
 const DELIVERED = "(g-rest) delivered notifications/s (steady)";
 

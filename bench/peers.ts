@@ -11,10 +11,9 @@ import { execFileSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
+import { PEERS } from "./peers-table.js";
 import { ask, child, machineBusyMs, processCpuMs } from "./processes.js";
 import { median, steadyRate, summarise } from "./stats.js";
-
-export const PEERS = ["graphile-worker", "pg-boss", "bullmq"] as const;
 
 interface Receipts {
   records: { subscription: string; at: number; latencyMs: number }[];

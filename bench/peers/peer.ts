@@ -65,7 +65,9 @@ export async function runPeer(
   if (!databaseUrl || !token) throw new Error(`${name}: PEER_DATABASE_URL and PEER_TOKEN are required`);
   // Connections kept open, as a service keeps its pool: the bench reads their backends' CPU.
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 20, idleTimeoutMillis: 0 });
-  pool.on("error", (error) => console.error(`${name}: an idle database connection failed: ${error.message}`));
+  const connectionFailed = (error: Error) => console.error(`${name}: a database connection failed: ${error.message}`);
+  pool.on("error", connectionFailed);
+  pool.on("connect", (client) => client.on("error", connectionFailed));
   await pool.query(SCHEMA);
   const keys = new Map<string, KeyObject>();
   const agent = new Agent({ connections: CONCURRENCY });
