@@ -11,10 +11,9 @@
  * Ends with one line per target, met (✓) or not (✗); `--json` prints every
  * figure and verdict on stdout. Progress goes to stderr as it runs.
  */
-import { type ChildProcess, fork, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createPrivateKey, generateKeyPairSync } from "node:crypto";
 import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
-import { createServer } from "node:net";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -22,6 +21,11 @@ import { Agent } from "undici";
 import { signBody } from "../src/domain/signature.js";
 import { generateEd25519KeyPair, standardWebhooksHeaders } from "../src/domain/standard-webhooks.js";
 import { type GcPauses, gcPausesBetween, gcPausesOf } from "./gc-pauses.js";
+import { ONE_SUBSCRIBER, ONE_SUBSCRIBER_PUBLISHERS } from "./one-subscriber.js";
+import { installPeers, runPeers } from "./peers.js";
+import { aheadOfPeers, peersTable } from "./peers-table.js";
+import { ask, child, freePort, machineBusyMs, processCpuMs, tracked } from "./processes.js";
+import type { Protocol } from "./publisher.js";
 import { SCHEMES, type Scheme, type SchemeFigures, schemeTable } from "./schemes.js";
 import { median, slowest, steadyRate, summarise } from "./stats.js";
 import { type Figure, summary, verdicts } from "./targets.js";
@@ -29,7 +33,8 @@ import { type Figure, summary, verdicts } from "./targets.js";
 const quick = process.argv.includes("--quick");
 /**
  * `--only=a` runs the throughput scenario alone (for profiling); `a-ed25519` (the same with Ed25519
- * subscriptions), `b`, `c`, `d`, `e`, `f` or `r` (retention) another one; `--only=a,a-ed25519` several.
+ * subscriptions), `b`, `c`, `d`, `e`, `f`, `r` (retention) or `g` (one subscription per event; `g-rest`,
+ * `g-grpc`, `g-connect`, `g-batch` one protocol of it) another one; `--only=a,a-ed25519` several.
  */
 const only = process.argv
   .find((a) => a.startsWith("--only="))
@@ -37,6 +42,9 @@ const only = process.argv
   .split(",");
 const runs = (scenario: string) => only === undefined || only.includes(scenario);
 const asJson = process.argv.includes("--json");
+/** `--peers` also measures what teams build instead (bench/peers.ts), after the stores; `--peers=bullmq,pg-boss` some of them. */
+const peersArgument = process.argv.find((a) => a === "--peers" || a.startsWith("--peers="));
+const withPeers = peersArgument !== undefined;
 /** `--store=postgres` runs one store only. */
 const onlyStore = process.argv.find((a) => a.startsWith("--store="))?.slice(8);
 /** BENCH_METRICS=off runs the service with METRICS_ENABLED=false, to compare a run with metrics and one without. */
@@ -96,57 +104,6 @@ const report = (row: Row) => {
 };
 const fmt = (n: number) => (Number.isFinite(n) ? (n >= 100 ? Math.round(n).toString() : n.toFixed(1)) : "n/a");
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Every process the bench started, stopped with it when it is interrupted (Ctrl-C, SIGTERM). */
-const children = new Set<ChildProcess>();
-function tracked<T extends ChildProcess>(proc: T): T {
-  children.add(proc);
-  proc.once("exit", () => children.delete(proc));
-  return proc;
-}
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    for (const proc of children) proc.kill("SIGKILL");
-    process.exit(130);
-  });
-}
-
-function child(script: string): Promise<{ process: ChildProcess; ready: Record<string, unknown> }> {
-  const proc = tracked(
-    fork(join(import.meta.dirname, script), [], {
-      execArgv: ["--import", "tsx"],
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
-    }),
-  );
-  return new Promise((resolve) => proc.once("message", (ready) => resolve({ process: proc, ready: ready as Record<string, unknown> })));
-}
-
-/** Sends `message` to a child and answers its `reply`; fails if the child exits first. */
-function ask<T>(proc: ChildProcess, message: object, reply: string): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (m: { type: string }) => {
-      if (m.type !== reply) return;
-      proc.off("message", onMessage);
-      proc.off("exit", onExit);
-      resolve(m as T);
-    };
-    const onExit = (code: number | null, signal: string | null) => {
-      proc.off("message", onMessage);
-      reject(new Error(`${proc.spawnargs.at(-1)} exited (${signal ?? code}) before it answered ${reply}`));
-    };
-    proc.on("message", onMessage);
-    proc.once("exit", onExit);
-    proc.send(message);
-  });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 async function json(base: string, method: string, path: string, body: unknown, token: string) {
   const response = await fetch(`${base}${path}`, {
@@ -242,17 +199,6 @@ function printTimeline(offsetsMs: readonly number[], publishMs: number): void {
   console.error(`  timeline (deliveries per second; | = publishing ended): ${marks.join(" ")}`);
 }
 
-/** CPU time all processes spent busy since boot, from /proc/stat (Linux; NaN elsewhere). */
-async function machineBusyMs(): Promise<number> {
-  const line = await readFile("/proc/stat", "utf8").then(
-    (text) => text.split("\n")[0] ?? "",
-    () => "",
-  );
-  const [user, nice, system, , , irq, softirq] = line.split(/\s+/).slice(1).map(Number);
-  if (user === undefined) return Number.NaN;
-  return ((user + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0)) * 1000) / 100;
-}
-
 /**
  * Waits (up to 15 s) until the machine is quiet: under a tenth of a core
  * busy over a quarter second. What a scenario leaves behind (the service's
@@ -269,13 +215,6 @@ async function settle(): Promise<void> {
     before = now;
   }
   if (!asJson) console.error("  (the machine did not go quiet within 15 s: the ceiling runs beside whatever keeps it busy)");
-}
-
-/** CPU time (user + system, all threads) a process has used, from /proc/<pid>/stat (Linux; NaN elsewhere). */
-async function processCpuMs(pid: number | undefined): Promise<number> {
-  const text = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
-  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
 /**
@@ -395,10 +334,17 @@ async function runStore(
       return ids;
     };
     const publisher = await child("publisher.ts");
-    const publish = async (event: string, count: number, rate: number, concurrency: number, forClient = clientId) => {
+    const publish = async (
+      event: string,
+      count: number,
+      rate: number,
+      concurrency: number,
+      forClient = clientId,
+      how: { protocol?: Protocol; batch?: number } = {},
+    ) => {
       const done = await ask<{ notifications: number; errors: number; failure: string; durationMs: number }>(
         publisher.process,
-        { type: "run", port, adminToken: ADMIN, clientId: forClient, event, count, rate, concurrency },
+        { type: "run", port, adminToken: ADMIN, clientId: forClient, event, count, rate, concurrency, ...how },
         "done",
       );
       // A refused publish makes no notification, so it is not lost; but a scenario that publishes
@@ -492,29 +438,42 @@ async function runStore(
     };
 
     /**
-     * (a) throughput with `scheme`'s subscriptions (its `scenario` names its figures), in
-     * SIZE.throughputSegments segments, each between two runs of the ceiling loop: its share is
-     * of the mean of those two, taken seconds apart, not minutes (a shared machine's speed drifts
-     * by 10-20 % over minutes). The figures are the segments' median, with their range.
+     * Throughput: (a) with `scheme`'s subscriptions (its `scenario` names its figures), or (g) with
+     * one subscription; in SIZE.throughputSegments segments, each between two runs of the ceiling
+     * loop: its share is of the mean of those two, taken seconds apart, not minutes (a shared
+     * machine's speed drifts by 10-20 % over minutes). The figures are the segments' median, with
+     * their range.
      */
-    const throughput = async (scheme: Scheme) => {
-      const { scenario: name, event, tag } = scheme;
+    const throughput = async (run: {
+      scheme: Scheme;
+      name: string;
+      event: string;
+      tag: string;
+      subscriptions: number;
+      events: number;
+      publishers: number;
+      how?: { protocol?: Protocol; batch?: number };
+      /** The target its share of the ceiling is checked against, if any. */
+      key?: string;
+    }) => {
+      const { scheme, name, event, tag, subscriptions, events, publishers, how = {} } = run;
       const segments = SIZE.throughputSegments;
+      const over = how.protocol ? ` over ${how.protocol}${(how.batch ?? 1) > 1 ? `, ${how.batch} events a call` : ""}` : "";
       phase(
         store,
-        `(${name}) throughput: ${segments} × ${SIZE.events} events × ${SIZE.fanOut} ${scheme.name} subscriptions, as fast as accepted, each between two ceiling runs`,
+        `(${name}) throughput: ${segments} × ${events} events × ${subscriptions} ${scheme.name} subscription${subscriptions === 1 ? "" : "s"}${over}, ${publishers} calls in flight, each segment between two ceiling runs`,
       );
-      await subscribe(event, SIZE.fanOut, tag, { signatureScheme: scheme.signatureScheme });
+      await subscribe(event, subscriptions, tag, { signatureScheme: scheme.signatureScheme });
       // Warm-up, as the ceiling's loop has one: the same publishes and deliveries, not counted,
-      // so that (a) measures the service once its code is compiled, not V8 compiling it.
+      // so that the segments measure the service once its code is compiled, not V8 compiling it.
       receiver.send({ type: "reset" });
-      const warmup = await publish(event, SIZE.warmupEvents, 0, THROUGHPUT_PUBLISHERS);
+      const warmup = await publish(event, SIZE.warmupEvents, 0, publishers, clientId, how);
       await collect(warmup.notifications, 60_000, tag);
       const measured: Array<{
         delivered: number;
         share: number;
         accepted: number;
-        cpu: { machine: number; service: number; receiver: number; store: number };
+        cpu: { machine: number; service: number; receiver: number; publisher: number; store: number };
       }> = [];
       let lost = 0;
       let received = 0;
@@ -525,14 +484,16 @@ async function runStore(
         const cpuBefore = await machineBusyMs();
         const serviceCpuBefore = await processCpuMs(service.pid);
         const receiverCpuBefore = await processCpuMs(receiver.pid);
+        const publisherCpuBefore = await processCpuMs(publisher.process.pid);
         const storeCpuBefore = await storeCpuMs();
-        const sent = await publish(event, SIZE.events, 0, THROUGHPUT_PUBLISHERS);
+        const sent = await publish(event, events, 0, publishers, clientId, how);
         const a = await collect(sent.notifications, 300_000, tag);
         const per = (ms: number) => (ms * 1000) / a.records.length;
         const cpu = {
           machine: per((await machineBusyMs()) - cpuBefore),
           service: per((await processCpuMs(service.pid)) - serviceCpuBefore),
           receiver: per((await processCpuMs(receiver.pid)) - receiverCpuBefore),
+          publisher: per((await processCpuMs(publisher.process.pid)) - publisherCpuBefore),
           store: per((await storeCpuMs()) - storeCpuBefore),
         };
         // BENCH_TIMELINE=1 prints deliveries per second, marking where publishing ended (for profiling).
@@ -567,37 +528,67 @@ async function runStore(
       const machineCpu = middle((m) => m.cpu.machine).value;
       const serviceCpu = middle((m) => m.cpu.service).value;
       const receiverCpu = middle((m) => m.cpu.receiver).value;
+      const publisherCpu = middle((m) => m.cpu.publisher).value;
       const storeCpu = middle((m) => m.cpu.store).value;
       report({ store, figure: `(${name}) machine CPU per notification`, value: machineCpu, unit: "µs" });
       report({ store, figure: `(${name}) service process CPU per notification`, value: serviceCpu, unit: "µs" });
       if (Number.isFinite(storeCpu))
         report({ store, figure: `(${name}) database server CPU per notification`, value: storeCpu, unit: "µs" });
       report({ store, figure: `(${name}) receiver CPU per notification`, value: receiverCpu, unit: "µs" });
+      report({ store, figure: `(${name}) publisher CPU per notification`, value: publisherCpu, unit: "µs" });
       report({ store, figure: `(${name}) lost / unsigned`, value: lost, unit: "", key: "lost" });
       rows.push({ store, figure: `(${name}) delivered notifications`, value: received, unit: "" });
-      // Only RSA's share has a target: the contract's scheme is what every subscription gets by default.
       report({
         store,
         figure: `(${name}) service / ceiling (the ceilings around it)`,
         ...share,
         unit: "%",
-        ...(scheme.signatureScheme === "RSA_SHA256" ? { key: "a.ratio" } : {}),
+        ...(run.key ? { key: run.key } : {}),
       });
       rows.push({ store, figure: `(${name}) ratio to ceiling`, value: share.value / 100, unit: "" });
-      schemeFigures.push({
-        store,
-        scheme: scheme.name,
-        deliveredPerSecond: delivered.value,
-        shareOfCeilingPercent: share.value,
-        cpuPerNotificationMicros: {
-          service: serviceCpu,
-          ...(Number.isFinite(storeCpu) ? { database: storeCpu } : {}),
-          receiver: receiverCpu,
-          machine: machineCpu,
-        },
-      });
+      // The schemes' table compares (a) and (a-ed25519) alone.
+      if (subscriptions === SIZE.fanOut)
+        schemeFigures.push({
+          store,
+          scheme: scheme.name,
+          deliveredPerSecond: delivered.value,
+          shareOfCeilingPercent: share.value,
+          cpuPerNotificationMicros: {
+            service: serviceCpu,
+            ...(Number.isFinite(storeCpu) ? { database: storeCpu } : {}),
+            receiver: receiverCpu,
+            machine: machineCpu,
+          },
+        });
     };
-    for (const scheme of SCHEMES) if (runs(scheme.scenario)) await throughput(scheme);
+    for (const scheme of SCHEMES)
+      if (runs(scheme.scenario))
+        await throughput({
+          scheme,
+          name: scheme.scenario,
+          event: scheme.event,
+          tag: scheme.tag,
+          subscriptions: SIZE.fanOut,
+          events: SIZE.events,
+          publishers: THROUGHPUT_PUBLISHERS,
+          // Only RSA's share has a target: the contract's scheme is what every subscription gets by default.
+          ...(scheme.signatureScheme === "RSA_SHA256" ? { key: "a.ratio" } : {}),
+        });
+    // (g): as many notifications as (a), each event to one subscription, so a publish is not shared ten ways.
+    const rsa = SCHEMES.find((scheme) => scheme.signatureScheme === "RSA_SHA256") as Scheme;
+    for (const variant of ONE_SUBSCRIBER)
+      if (runs(variant.scenario) || runs("g"))
+        await throughput({
+          scheme: rsa,
+          name: variant.scenario,
+          event: variant.event,
+          tag: variant.tag,
+          subscriptions: 1,
+          events: SIZE.events * SIZE.fanOut,
+          publishers: ONE_SUBSCRIBER_PUBLISHERS,
+          how: { protocol: variant.protocol, batch: variant.batch },
+          key: `${variant.scenario}.ratio`,
+        });
     // BENCH_RATE overrides (b)'s and (f)'s offered rate (for diagnosis).
     const rate = Number(process.env.BENCH_RATE ?? 200);
     if (runs("b")) {
@@ -910,6 +901,29 @@ async function main() {
       await prepared.done();
     }
   }
+  if (withPeers) {
+    if (process.env.POSTGRES_URL) {
+      installPeers();
+      await runPeers({
+        adminUrl: process.env.POSTGRES_URL,
+        receiver: receiver.process,
+        receiverPort,
+        ceilingNow: (when) => measureCeiling(SCHEMES[0] as Scheme, when),
+        report,
+        phase,
+        size: {
+          events: SIZE.events * SIZE.fanOut,
+          warmupEvents: SIZE.warmupEvents,
+          segments: SIZE.throughputSegments,
+          latencySeconds: SIZE.latencySeconds,
+          repeats: SIZE.repeats,
+        },
+        publishers: ONE_SUBSCRIBER_PUBLISHERS,
+        ...(peersArgument?.startsWith("--peers=") ? { only: peersArgument.slice(8).split(",") } : {}),
+      });
+      rows.push(...aheadOfPeers(rows));
+    } else console.error("  (--peers needs POSTGRES_URL: the peers keep their notifications in PostgreSQL)");
+  }
   receiver.process.kill();
   const list = verdicts(rows);
   const machine = {
@@ -924,6 +938,10 @@ async function main() {
     `\nTargets (${quick ? "quick run: too short to judge by" : "full run"}; ${machine.cpus} × ${machine.model}, Node ${machine.node}):`,
   );
   console.error(summary(list));
+  if (withPeers) {
+    console.error("\nSide by side with the peers (same run, same receiver, publisher and ceiling loop):");
+    console.error(peersTable(rows));
+  }
   if (schemeFigures.some((f) => f.store !== "machine")) {
     console.error("\nSignature schemes (reported, no target):");
     console.error(schemeTable(schemeFigures));

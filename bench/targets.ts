@@ -22,6 +22,25 @@ interface Target {
 const TARGETS: readonly Target[] = [
   { key: "a.ratio", label: "(a) delivered / bare ceiling", stores: ["postgres"], text: "≥ 75 %", met: (v) => v >= 75 },
   { key: "a.ratio", label: "(a) delivered / bare ceiling", stores: ["pglite"], text: "≥ 60 %", met: (v) => v >= 60 },
+  // One subscription per event, over each protocol: the same targets.
+  ...["rest", "grpc", "connect"].flatMap((protocol): Target[] => [
+    {
+      key: `g-${protocol}.ratio`,
+      label: `(g-${protocol}) 1 subscription / ceiling`,
+      stores: ["postgres"],
+      text: "≥ 50 %",
+      met: (v) => v >= 50,
+    },
+    {
+      key: `g-${protocol}.ratio`,
+      label: `(g-${protocol}) 1 subscription / ceiling`,
+      stores: ["pglite"],
+      text: "≥ 45 %",
+      met: (v) => v >= 45,
+    },
+  ]),
+  { key: "g-batch.ratio", label: "(g-batch) 100 a call / ceiling", stores: ["postgres"], text: "≥ 60 %", met: (v) => v >= 60 },
+  { key: "peers.ratio", label: "(g-rest) delivered / best peer's", text: "≥ 2×", met: (v) => v >= 2 },
   { key: "b.p99", label: "(b) p99 at 200/s, machine idle", text: "≤ 25 ms", met: (v) => v <= 25 },
   { key: "b.p99.loaded", label: "(b) p99 at 200/s, one core busy", text: "≤ 50 ms", met: (v) => v <= 50 },
   { key: "c.ratio", label: "(c) storm p99 / calm p99", text: "≤ 1.5×", met: (v) => v <= 1.5 },

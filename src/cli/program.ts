@@ -5,6 +5,7 @@ import { addAdminCommands } from "./commands/admin.js";
 import type { Context } from "./commands/context.js";
 import { addDeliveryCommands } from "./commands/deliveries.js";
 import { addListenCommand } from "./commands/listen.js";
+import { addPublishCommand } from "./commands/publish.js";
 import { addSubscriptionCommands } from "./commands/subscriptions.js";
 import { addTailCommand } from "./commands/tail.js";
 import { Connection, type ConnectionOptions } from "./connection.js";
@@ -47,6 +48,7 @@ export function buildProgram(terminal: Terminal): Command {
   addTailCommand(program, context, terminal.interrupt);
   addListenCommand(program, context, terminal.interrupt);
   addAdminCommands(program, context, terminal.stdin);
+  addPublishCommand(program, context, terminal.stdin);
   return program;
 }
 

@@ -3,7 +3,7 @@ import { Agenda, type Job, type NotificationChannel } from "agenda";
 import type { Logger } from "pino";
 import { endpointOf } from "../domain/endpoint.js";
 import type { Notification, Subscription } from "../domain/model.js";
-import type { DeliveryQueue } from "../domain/ports.js";
+import type { AcceptedPublish, DeliveryQueue, PublishedBatchItem } from "../domain/ports.js";
 import { type RetryPolicy, retryDelay } from "../domain/retry-policy.js";
 import { contextOfTraceParent, currentTraceParent } from "../observability/trace-context.js";
 import { AgendaJobs, DELIVER_JOB, type DeliverJobData, type Lease } from "./agenda-jobs.js";
@@ -175,15 +175,25 @@ export class DeliveryEngine implements DeliveryQueue {
     if (reserved.includes(false)) this.#announce();
   }
 
-  async acceptOnce(
-    clientId: string,
-    key: string,
-    notifications: readonly Notification[],
-    subscriptions: readonly Subscription[],
-  ): Promise<{ ids: string[]; duplicate: boolean }> {
-    const result = await this.store.insertOnce(clientId, key, this.#deliveries(notifications, subscriptions));
-    if (!result.duplicate && notifications.length > 0) this.#announce();
-    return result;
+  /** Without any idempotency key, as `accept` (one statement); else in one transaction, nothing locked. */
+  async acceptBatch(items: readonly PublishedBatchItem[], subscriptions: readonly Subscription[]): Promise<AcceptedPublish[]> {
+    if (items.every((item) => item.key === undefined)) {
+      await this.accept(
+        items.flatMap((item) => item.notifications),
+        subscriptions,
+      );
+      return items.map((item) => ({ ids: item.notifications.map((notification) => notification.id), duplicate: false }));
+    }
+    const toDelivery = this.#toDelivery(subscriptions);
+    const answers = await this.store.insertBatch(
+      items.map((item) => ({
+        clientId: item.clientId,
+        ...(item.key === undefined ? {} : { key: item.key }),
+        deliveries: item.notifications.map(toDelivery),
+      })),
+    );
+    if (answers.some((answer) => !answer.duplicate && answer.ids.length > 0)) this.#announce();
+    return answers;
   }
 
   async start(): Promise<void> {
@@ -302,13 +312,18 @@ export class DeliveryEngine implements DeliveryQueue {
   }
 
   #deliveries(notifications: readonly Notification[], subscriptions: readonly Subscription[]): NewDelivery[] {
+    return notifications.map(this.#toDelivery(subscriptions));
+  }
+
+  /** Turns a notification made for one of `subscriptions` into its delivery, in the current call's trace. */
+  #toDelivery(subscriptions: readonly Subscription[]): (notification: Notification) => NewDelivery {
     const urls = new Map(subscriptions.map((subscription) => [subscription.id, subscription.url]));
     const traceContext = currentTraceParent();
-    return notifications.map((notification) => ({
+    return (notification) => ({
       notification,
       endpoint: endpointOf(notification.clientId, urls.get(notification.subscriptionId) ?? ""),
       ...(traceContext ? { traceContext } : {}),
-    }));
+    });
   }
 
   /** New jobs are due: this instance's feed and the other instances look for them. */

@@ -1,4 +1,5 @@
 import type { DeliveryAttempt, FinalStatus, Notification, Subscription } from "../domain/model.js";
+import type { AcceptedPublish } from "../domain/ports.js";
 import type { LockRequest, PassedOver } from "./fairness/budgets.js";
 import type { LaneJob } from "./fairness/fair-lanes.js";
 
@@ -16,6 +17,13 @@ export interface NewDelivery {
   traceContext?: string;
   /** Set: the job goes in already locked by this instance, at this time (JobFeed.reserve). */
   lockedAt?: Date;
+}
+
+/** One publish's notifications, stored once per client and idempotency key (none: stored every time). */
+export interface KeyedDeliveries {
+  clientId: string;
+  key?: string;
+  deliveries: readonly NewDelivery[];
 }
 
 /** A job (one pending notification's next attempt; its id is the notification's) and the lock its holder took. */
@@ -86,8 +94,13 @@ export interface JobStore {
   prepare(): Promise<void>;
   /** Stores the notifications, each with a job due now (unlocked, or locked by this instance where `lockedAt` is set), in one durable commit. */
   insert(deliveries: readonly NewDelivery[]): Promise<void>;
-  /** As `insert` (nothing locked), once per client and idempotency key: a repeated key stores nothing and answers the ids the first call stored. */
-  insertOnce(clientId: string, key: string, deliveries: readonly NewDelivery[]): Promise<{ ids: string[]; duplicate: boolean }>;
+  /**
+   * As `insert` (nothing locked), for several publishes in one durable commit,
+   * each once per client and idempotency key where it has one: a repeated key
+   * stores nothing and answers the ids the first call stored. The items'
+   * (client, key) pairs are distinct; the answers come in the items' order.
+   */
+  insertBatch(items: readonly KeyedDeliveries[]): Promise<AcceptedPublish[]>;
   /**
    * Locks due jobs, and jobs whose holder's lock expired, oldest due first,
    * within the request's budgets (fairness/budgets.ts, withinBudgets).

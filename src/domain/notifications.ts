@@ -1,6 +1,6 @@
 import type { ClientAccess } from "./client-access.js";
 import type { DeliveryObserver } from "./delivery-events.js";
-import { FailedPreconditionError, NotFoundError, ValidationError } from "./errors.js";
+import { DomainError, FailedPreconditionError, NotFoundError, ValidationError } from "./errors.js";
 import type { EventCatalog } from "./event-catalog.js";
 import { isWellFormedId, newId } from "./ids.js";
 import type { DeliveryAttempt, JsonObject, Notification, NotificationStatus, Subscription } from "./model.js";
@@ -8,7 +8,7 @@ import { buildNotificationBody } from "./notification-body.js";
 import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
 import { matchesFilter } from "./payload-filter.js";
 import { assertPayloadMatches } from "./payload-schema.js";
-import type { ClientStore, DeliveryQueue, NotificationStore, SubscriptionStore } from "./ports.js";
+import type { AcceptedPublish, ClientStore, DeliveryQueue, NotificationStore, PublishedBatchItem, SubscriptionStore } from "./ports.js";
 import type { Subscriptions } from "./subscriptions.js";
 import { assertPrintable } from "./text.js";
 
@@ -40,6 +40,33 @@ export interface PublishInput {
 /** As Stripe's: a key is up to 255 printable characters. */
 const MAX_IDEMPOTENCY_KEY = 255;
 const MAX_RECOVER = 10_000;
+/** Events one PublishEvents call may carry: a batch stays one quick transaction. */
+export const MAX_BATCH = 500;
+
+/** A publish validated, with its notifications made and not yet accepted. */
+interface Prepared {
+  item: PublishedBatchItem;
+  subscriptions: Subscription[];
+  event: string;
+}
+
+/** `read`, called once per distinct arguments; later calls share the first's promise. */
+function once<A extends string[], T>(read: (...args: A) => Promise<T>): (...args: A) => Promise<T> {
+  const made = new Map<string, Promise<T>>();
+  return (...args) => {
+    const key = JSON.stringify(args);
+    const found = made.get(key);
+    if (found) return found;
+    const reading = read(...args);
+    made.set(key, reading);
+    return reading;
+  };
+}
+
+interface Lookups {
+  subscribed(clientId: string, event: string): Promise<Subscription[]>;
+  requireClient(clientId: string): Promise<void>;
+}
 
 function assertIdempotencyKey(key: string): void {
   if (key.length > MAX_IDEMPOTENCY_KEY)
@@ -56,7 +83,62 @@ export class Notifications {
   constructor(private readonly deps: NotificationsDeps) {}
 
   /** Fans an event out to the client's enabled subscriptions to it. */
-  async publish(input: PublishInput): Promise<{ jobIds: string[]; duplicate: boolean }> {
+  async publish(input: PublishInput): Promise<AcceptedPublish> {
+    const { item, subscriptions, event } = await this.#prepare(input, this.#lookups());
+    if (item.key === undefined) {
+      await this.#accept(item.notifications, subscriptions);
+      this.#published(event, item.notifications.length);
+      return { ids: item.notifications.map((n) => n.id), duplicate: false };
+    }
+    const [answer] = await this.#acceptBatch([{ item, subscriptions, event }]);
+    return answer as AcceptedPublish;
+  }
+
+  /**
+   * Publishes each event as `publish` would, in one write: all of them are
+   * accepted or, when one is refused, none (its error names its index).
+   */
+  async publishMany(inputs: readonly PublishInput[]): Promise<AcceptedPublish[]> {
+    if (inputs.length === 0) throw new ValidationError(`events is empty: send 1 to ${MAX_BATCH} events`, "events");
+    if (inputs.length > MAX_BATCH)
+      throw new ValidationError(`events has ${inputs.length} events; at most ${MAX_BATCH} go in one call: split it`, "events");
+    const lookups = this.#lookups();
+    const keys = new Map<string, number>();
+    const prepared: Prepared[] = [];
+    for (const [index, input] of inputs.entries()) {
+      try {
+        prepared.push(await this.#prepare(input, lookups));
+      } catch (error) {
+        if (error instanceof DomainError) error.message = `events[${index}]: ${error.message}`;
+        throw error;
+      }
+      if (input.idempotencyKey === undefined || input.idempotencyKey === "") continue;
+      const pair = JSON.stringify([input.clientId, input.idempotencyKey]);
+      const first = keys.get(pair);
+      if (first !== undefined)
+        throw new ValidationError(`events[${index}] repeats the client and idempotencyKey of events[${first}]`, "idempotencyKey");
+      keys.set(pair, index);
+    }
+    return this.#acceptBatch(prepared);
+  }
+
+  async #acceptBatch(prepared: readonly Prepared[]): Promise<AcceptedPublish[]> {
+    const subscriptions = [...new Map(prepared.flatMap((p) => p.subscriptions).map((s) => [s.id, s])).values()];
+    const answers = await this.deps.queue.acceptBatch(
+      prepared.map((p) => p.item),
+      subscriptions,
+    );
+    for (const [index, answer] of answers.entries()) {
+      const { item, event } = prepared[index] as Prepared;
+      if (answer.duplicate) continue;
+      this.#accepted(item.notifications);
+      this.#published(event, item.notifications.length);
+    }
+    return answers;
+  }
+
+  /** Validates a publish and makes its notifications; `lookups` share reads between the events of one call. */
+  async #prepare(input: PublishInput, lookups: Lookups): Promise<Prepared> {
     this.#refuseBarred(input.clientId);
     const type = await this.deps.catalog.require(input.event);
     const at = new Date();
@@ -64,24 +146,23 @@ export class Notifications {
     if (type.jsonSchema) assertPayloadMatches(type.name, type.jsonSchema, input.payload);
     const key = input.idempotencyKey ?? "";
     assertIdempotencyKey(key);
-    const found = await this.deps.subscriptionStore.listEnabledForEvent(input.clientId, type.name);
+    const found = await lookups.subscribed(input.clientId, type.name);
     const subscribed = input.except === undefined ? found : found.filter((subscription) => subscription.id !== input.except);
     // A client with a subscription exists: only a publish reaching nobody asks.
-    if (subscribed.length === 0) await this.#requireClient(input.clientId);
+    if (subscribed.length === 0) await lookups.requireClient(input.clientId);
     // A subscription whose filter the payload misses gets no notification at all, so nothing in its delivery log.
     const subscriptions = subscribed.filter((s) => !s.filter || matchesFilter(s.filter, input.payload));
     const notifications = this.#fanOut(subscriptions, type.name, body, at);
-    if (key === "") {
-      await this.#accept(notifications, subscriptions);
-      this.#published(type.name, notifications.length);
-      return { jobIds: notifications.map((n) => n.id), duplicate: false };
-    }
-    const { ids, duplicate } = await this.deps.queue.acceptOnce(input.clientId, key, notifications, subscriptions);
-    if (!duplicate) {
-      this.#accepted(notifications);
-      this.#published(type.name, notifications.length);
-    }
-    return { jobIds: ids, duplicate };
+    const item = { clientId: input.clientId, notifications, ...(key === "" ? {} : { key }) };
+    return { item, subscriptions, event: type.name };
+  }
+
+  /** Reads a call's events share: each client's subscriptions to each event, and whether a client exists, read once. */
+  #lookups(): Lookups {
+    return {
+      subscribed: once((clientId: string, event: string) => this.deps.subscriptionStore.listEnabledForEvent(clientId, event)),
+      requireClient: once((clientId: string) => this.#requireClient(clientId)),
+    };
   }
 
   /** Sends the event's sample payload to one of the caller's subscribed URLs. */

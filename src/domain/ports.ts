@@ -200,6 +200,19 @@ export interface NotificationStore {
   oldestCreatedAt(): Promise<Date | undefined>;
 }
 
+/** One publish's notifications, and its idempotency key if it has one. */
+export interface PublishedBatchItem {
+  clientId: string;
+  key?: string;
+  notifications: readonly Notification[];
+}
+
+/** A publish's job ids, or (`duplicate`) those of the first publish with its key. */
+export interface AcceptedPublish {
+  ids: string[];
+  duplicate: boolean;
+}
+
 /**
  * The delivery engine, as the domain sees it. Accepting stores the
  * notifications and queues their first attempts in one durable write: once
@@ -208,11 +221,11 @@ export interface NotificationStore {
  */
 export interface DeliveryQueue {
   accept(notifications: readonly Notification[], subscriptions: readonly Subscription[]): Promise<void>;
-  /** The same, once per client and idempotency key: a repeated key stores nothing and answers the first call's ids. */
-  acceptOnce(
-    clientId: string,
-    key: string,
-    notifications: readonly Notification[],
-    subscriptions: readonly Subscription[],
-  ): Promise<{ ids: string[]; duplicate: boolean }>;
+  /**
+   * Several publishes' notifications in one durable write, each once per
+   * client and idempotency key where it has one: a repeated key stores
+   * nothing and answers the first call's ids. The items' (client, key) pairs
+   * are distinct; the answers come in the items' order.
+   */
+  acceptBatch(items: readonly PublishedBatchItem[], subscriptions: readonly Subscription[]): Promise<AcceptedPublish[]>;
 }

@@ -105,6 +105,13 @@ test("every operation answers as the document says: a walk through the whole RES
   await walk("PATCH", base, { headers: auth, body: { description: "walked" } });
   await walk("POST", "/api/webhookSubscription/triggerSampleEventNotification", { headers: auth, body: { event, url: receiver.url } });
   await walk("POST", "/api/internal/events/publish", { ...admin, body: { clientId, event, payload: { WalkId: "w-1" } } });
+  // An event the client does not subscribe to: no third notification.
+  const unsubscribed = {
+    clientId,
+    event: "Order.Created",
+    payload: { OrderId: "o-1", CustomerId: "c-1", TotalAmount: 1, Currency: "EUR" },
+  };
+  await walk("POST", "/api/internal/events/publishBatch", { ...admin, body: { events: [unsubscribed] } });
 
   // Both notifications fail (the receiver answers 500), through every retry.
   const failedList = `${base}/notifications?status=NOTIFICATION_STATUS_FAILED&pageSize=10`;

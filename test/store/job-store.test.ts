@@ -101,6 +101,13 @@ const idsOf = (batch: ReadonlyArray<NewDelivery | LockedJob>) =>
   batch.map((item) => ("notification" in item ? item.notification.id : item.id));
 const sorted = (values: readonly string[]) => [...values].sort();
 
+/** One keyed publish, alone in its batch. */
+async function insertOnce(jobs: JobStore, clientId: string, key: string, batch: readonly NewDelivery[]) {
+  const [answer] = await jobs.insertBatch([{ clientId, key, deliveries: batch }]);
+  if (!answer) throw new Error("a batch of one answers once");
+  return answer;
+}
+
 function request(limit: number, overrides: Partial<LockRequest> = {}): LockRequest {
   return { limit, endpointBudgets: new Map(), clientBudgets: new Map(), defaultPerEndpoint: 1000, defaultPerClient: 1000, ...overrides };
 }
@@ -183,16 +190,16 @@ for (const target of storeTargets()) {
     const f = await Fixture.open(t, target);
     const subscription = await f.subscribe();
     const batch = deliveries(subscription, 2);
-    const first = await f.jobs.insertOnce(f.clientId, "key-1", batch);
+    const first = await insertOnce(f.jobs, f.clientId, "key-1", batch);
     t.deepEqual(first, { ids: idsOf(batch), duplicate: false });
     const [replayed] = deliveries(subscription, 1) as [NewDelivery];
-    t.deepEqual(await f.jobs.insertOnce(f.clientId, "key-1", [replayed]), { ids: first.ids, duplicate: true });
+    t.deepEqual(await insertOnce(f.jobs, f.clientId, "key-1", [replayed]), { ids: first.ids, duplicate: true });
     t.is(await f.store.notifications.get(replayed.notification.id), undefined, "a repeated key stores nothing");
     const other = (await f.store.clients.ensureWithKey("someone else", newId("cli"))).id;
-    t.false((await f.jobs.insertOnce(other, "key-1", [])).duplicate, "keys are per client");
+    t.false((await insertOnce(f.jobs, other, "key-1", [])).duplicate, "keys are per client");
 
     const twins = [deliveries(subscription, 1), deliveries(subscription, 1)] as const;
-    const [a, b] = await Promise.all(twins.map((twin) => f.jobs.insertOnce(f.clientId, "key-2", twin)));
+    const [a, b] = await Promise.all(twins.map((twin) => insertOnce(f.jobs, f.clientId, "key-2", twin)));
     if (!a || !b) return t.fail("both twins answer");
     t.deepEqual(a.ids, b.ids, "concurrent twins agree");
     t.not(a.duplicate, b.duplicate, "one of them stored");
@@ -202,6 +209,56 @@ for (const target of storeTargets()) {
 
     t.like(await f.jobs.counts(), { due: 3, scheduled: 0, locked: 0 });
     t.deepEqual(sorted(idsOf((await f.jobs.lockDue(request(10))).jobs)), sorted([...first.ids, ...a.ids]), "each stored one is due");
+  });
+
+  testOn(test, target)(`${name}: a batch stores each publish once per key, in one write, answering in order`, async (t) => {
+    const f = await Fixture.open(t, target);
+    const subscription = await f.subscribe();
+    const other = (await f.store.clients.ensureWithKey("another", newId("cli"))).id;
+    const earlier = deliveries(subscription, 2);
+    await insertOnce(f.jobs, f.clientId, "seen", earlier);
+    const [keyed, repeated, unkeyed, otherClients] = [
+      deliveries(subscription, 2),
+      deliveries(subscription, 1),
+      deliveries(subscription, 1),
+      deliveries(subscription, 1),
+    ];
+    const answers = await f.jobs.insertBatch([
+      { clientId: f.clientId, key: "new", deliveries: keyed },
+      { clientId: f.clientId, key: "seen", deliveries: repeated },
+      { clientId: f.clientId, deliveries: unkeyed },
+      { clientId: other, key: "seen", deliveries: otherClients },
+      { clientId: f.clientId, key: "nothing", deliveries: [] },
+    ]);
+    t.deepEqual(answers, [
+      { ids: idsOf(keyed), duplicate: false },
+      { ids: idsOf(earlier), duplicate: true },
+      { ids: idsOf(unkeyed), duplicate: false },
+      { ids: idsOf(otherClients), duplicate: false },
+      { ids: [], duplicate: false },
+    ]);
+    t.is(await f.store.notifications.get(idsOf(repeated)[0] ?? ""), undefined, "a repeated key stores nothing");
+    t.deepEqual(
+      await f.jobs.insertBatch([{ clientId: f.clientId, key: "nothing", deliveries: deliveries(subscription, 1) }]),
+      [{ ids: [], duplicate: true }],
+      "a key that stored no notification is remembered too",
+    );
+    const stored = [...earlier, ...keyed, ...unkeyed, ...otherClients];
+    t.deepEqual(sorted(idsOf((await f.jobs.lockDue(request(20))).jobs)), sorted(idsOf(stored)), "each stored one is due at once");
+
+    // A batch holding a notification stored already stores nothing, nor claims its keys.
+    const [clash] = deliveries(subscription, 1) as [NewDelivery];
+    const refused = [
+      { clientId: f.clientId, key: "later", deliveries: deliveries(subscription, 1) },
+      { clientId: f.clientId, deliveries: [{ ...clash, notification: { ...clash.notification, id: idsOf(keyed)[0] ?? "" } }] },
+    ];
+    await t.throwsAsync(f.jobs.insertBatch(refused));
+    const retried = deliveries(subscription, 1);
+    t.deepEqual(
+      await insertOnce(f.jobs, f.clientId, "later", retried),
+      { ids: idsOf(retried), duplicate: false },
+      "the refused batch's key is free",
+    );
   });
 
   testOn(test, target)(

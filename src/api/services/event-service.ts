@@ -3,8 +3,8 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { DeliveryWatches } from "../../domain/delivery-watch.js";
 import { ValidationError } from "../../domain/errors.js";
 import type { EventCatalog } from "../../domain/event-catalog.js";
-import type { Notifications } from "../../domain/notifications.js";
-import type { EventService } from "../../gen/webhooks/v1/event_service_pb.js";
+import type { Notifications, PublishInput } from "../../domain/notifications.js";
+import type { EventService, PublishEventRequest } from "../../gen/webhooks/v1/event_service_pb.js";
 import type { RecentDeliveries } from "../../observability/recent-deliveries.js";
 import { toEventTypeMessage, toNotificationMessage } from "./messages.js";
 import { streamWatch, watchRequestOf } from "./watch-stream.js";
@@ -12,6 +12,16 @@ import { streamWatch, watchRequestOf } from "./watch-stream.js";
 /** The delivery queue's counts, every instance's jobs (what the webhook_queue_* gauges read). */
 export interface JobCountsSource {
   counts(): Promise<{ due: number; scheduled: number; locked: number }>;
+}
+
+function publishInputOf(req: PublishEventRequest): PublishInput {
+  if (req.clientId === "") throw new ValidationError("clientId is required: the client whose subscriptions receive the event", "clientId");
+  return {
+    clientId: req.clientId,
+    event: req.event,
+    payload: req.payload ?? {},
+    ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
+  };
 }
 
 export function createEventService(deps: {
@@ -23,15 +33,22 @@ export function createEventService(deps: {
 }): ServiceImpl<typeof EventService> {
   return {
     async publishEvent(req) {
-      if (req.clientId === "")
-        throw new ValidationError("clientId is required: the client whose subscriptions receive the event", "clientId");
-      const { jobIds, duplicate } = await deps.notifications.publish({
-        clientId: req.clientId,
-        event: req.event,
-        payload: req.payload ?? {},
-        ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
-      });
-      return { jobIds, duplicate };
+      const { ids, duplicate } = await deps.notifications.publish(publishInputOf(req));
+      return { jobIds: ids, duplicate };
+    },
+
+    async publishEvents(req) {
+      const answers = await deps.notifications.publishMany(
+        req.events.map((event, index) => {
+          try {
+            return publishInputOf(event);
+          } catch (error) {
+            if (error instanceof ValidationError) error.message = `events[${index}]: ${error.message}`;
+            throw error;
+          }
+        }),
+      );
+      return { results: answers.map(({ ids, duplicate }) => ({ jobIds: ids, duplicate })) };
     },
 
     async registerEventType(req) {

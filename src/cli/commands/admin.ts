@@ -1,14 +1,14 @@
 import { readFile } from "node:fs/promises";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Command } from "commander";
-import { EventService, ListEventTypesResponseSchema, PublishEventResponseSchema } from "../../gen/webhooks/v1/event_service_pb.js";
+import { EventService, ListEventTypesResponseSchema } from "../../gen/webhooks/v1/event_service_pb.js";
 import { EventTypeSchema } from "../../gen/webhooks/v1/subscription_pb.js";
 import { UsageError } from "../connection.js";
 import { addClientCommands } from "./clients.js";
 import type { Context } from "./context.js";
 
 /** A JSON object from a file, or from stdin for "-". */
-async function readJsonObject(source: string, what: string, stdin: NodeJS.ReadableStream): Promise<JsonObject> {
+export async function readJsonObject(source: string, what: string, stdin: NodeJS.ReadableStream): Promise<JsonObject> {
   let text: string;
   if (source === "-") {
     const chunks: Buffer[] = [];
@@ -29,7 +29,7 @@ async function readJsonObject(source: string, what: string, stdin: NodeJS.Readab
   return value as JsonObject;
 }
 
-/** The internal API, with the admin token: clients and API keys (clients.ts), event types, publishing. */
+/** The internal API, with the admin token: clients and API keys (clients.ts), event types (publishing: publish.ts). */
 export function addAdminCommands(program: Command, context: Context, stdin: NodeJS.ReadableStream): void {
   addClientCommands(program, context);
   const eventTypes = program.command("event-types").description("admin: the event catalog");
@@ -83,27 +83,5 @@ export function addAdminCommands(program: Command, context: Context, stdin: Node
       if (!eventType) throw new Error("the service answered without an event type");
       if (out.json) return out.message(EventTypeSchema, eventType);
       out.line(`updated ${eventType.name}`);
-    });
-
-  program
-    .command("publish <event>")
-    .description("admin: publishes an event for a client; the payload from a file or stdin")
-    .requiredOption("--client <id>", "the client whose subscriptions receive it")
-    .option("--payload <file>", "the event's fields, a JSON object ('-' for stdin)", "-")
-    .option("--idempotency-key <key>", "publishing the same key again creates nothing")
-    .action(async (event: string, options: { client: string; payload: string; idempotencyKey?: string }) => {
-      const { out, connection } = context();
-      const payload = await readJsonObject(options.payload, "the payload", stdin);
-      const answer = await connection.client(EventService, "adminToken").publishEvent({
-        clientId: options.client,
-        event,
-        payload,
-        idempotencyKey: options.idempotencyKey ?? "",
-      });
-      if (out.json) return out.message(PublishEventResponseSchema, answer);
-      out.line(
-        `${answer.duplicate ? "already published" : "published"}: ${answer.jobIds.length} job${answer.jobIds.length === 1 ? "" : "s"}`,
-      );
-      for (const jobId of answer.jobIds) out.line(`  ${jobId}`);
     });
 }

@@ -114,7 +114,7 @@ export function collections(db: Db) {
 
 export type Collections = ReturnType<typeof collections>;
 
-const DUPLICATE_KEY = 11000;
+export const DUPLICATE_KEY = 11000;
 
 /** A unique index (or `_id`) refused the write; bulk write errors carry the first write error's code. */
 export const isDuplicateKey = (error: unknown): boolean => error instanceof MongoServerError && error.code === DUPLICATE_KEY;

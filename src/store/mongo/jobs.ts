@@ -6,6 +6,7 @@ import type {
   HeldJob,
   JobCounts,
   JobStore,
+  KeyedDeliveries,
   LockedBatch,
   LockedJob,
   NewDelivery,
@@ -13,16 +14,9 @@ import type {
 } from "../../delivery/job-store.js";
 import { endpointOf } from "../../domain/endpoint.js";
 import type { DeliveryAttempt, NotificationStatus } from "../../domain/model.js";
-import {
-  type AttemptDoc,
-  collections,
-  isDuplicateKey,
-  isString,
-  type NotificationDoc,
-  nextAttemptSeq,
-  optional,
-  toNotificationDoc,
-} from "./documents.js";
+import type { AcceptedPublish } from "../../domain/ports.js";
+import { type AttemptDoc, collections, isString, type NotificationDoc, nextAttemptSeq, optional, toNotificationDoc } from "./documents.js";
+import { claimKeys } from "./idempotency-keys.js";
 import { toNotification } from "./notifications.js";
 import { toSubscription } from "./subscriptions.js";
 
@@ -130,26 +124,32 @@ export class MongoJobStore implements JobStore {
     );
   }
 
-  async insertOnce(clientId: string, key: string, deliveries: readonly NewDelivery[]): Promise<{ ids: string[]; duplicate: boolean }> {
-    const ids = deliveries.map((delivery) => delivery.notification.id);
-    // No transaction: the notifications go in first, held back until the key is settled, so that a
+  async insertBatch(items: readonly KeyedDeliveries[]): Promise<AcceptedPublish[]> {
+    const idsOf = (item: KeyedDeliveries) => item.deliveries.map((delivery) => delivery.notification.id);
+    const keyed = items.flatMap((item, index) => (item.key === undefined ? [] : [{ index, clientId: item.clientId, key: item.key }]));
+    // No transaction: the notifications go in first, held back until their keys are settled, so that a
     // duplicate's are taken back before anything runs them. A crash in between delays them, loses none.
-    const heldUntil = new Date(Date.now() + HELD_FOR_KEY_MS);
+    const heldUntil = new Date(Date.now() + (keyed.length > 0 ? HELD_FOR_KEY_MS : 0));
     await this.#insertAll(
-      deliveries.map((delivery) => ({ ...toNotificationDoc(delivery.notification), job: this.#newJob(delivery, heldUntil) })),
+      items.flatMap((item) =>
+        item.deliveries.map((delivery) => ({ ...toNotificationDoc(delivery.notification), job: this.#newJob(delivery, heldUntil) })),
+      ),
     );
-    try {
-      await collections(this.db).idempotencyKeys.insertOne({ _id: { clientId, key }, notificationIds: ids, createdAt: new Date() });
-    } catch (error) {
-      // Any other failure leaves them to run when their hold ends: the key may have been written before the reply was lost.
-      if (!isDuplicateKey(error)) throw error;
-      if (ids.length > 0) await this.#notifications.deleteMany({ _id: { $in: ids } });
-      const stored = await collections(this.db).idempotencyKeys.findOne({ _id: { clientId, key } });
-      return { ids: stored?.notificationIds ?? [], duplicate: true };
-    }
-    if (ids.length > 0)
-      await this.#notifications.updateMany({ _id: { $in: ids }, "job.lockedAt": null }, { $set: { "job.nextRunAt": new Date() } });
-    return { ids, duplicate: false };
+    if (keyed.length === 0) return items.map((item) => ({ ids: idsOf(item), duplicate: false }));
+    const taken = await claimKeys(
+      this.db,
+      keyed.map(({ index, clientId, key }) => ({ clientId, key, ids: idsOf(items[index] as KeyedDeliveries) })),
+    );
+    const earlier = new Map([...taken].map(([claim, ids]) => [(keyed[claim] as { index: number }).index, ids]));
+    const takenBack = items.flatMap((item, index) => (earlier.has(index) ? idsOf(item) : []));
+    if (takenBack.length > 0) await this.#notifications.deleteMany({ _id: { $in: takenBack } });
+    const released = items.flatMap((item, index) => (earlier.has(index) ? [] : idsOf(item)));
+    if (released.length > 0)
+      await this.#notifications.updateMany({ _id: { $in: released }, "job.lockedAt": null }, { $set: { "job.nextRunAt": new Date() } });
+    return items.map((item, index) => {
+      const ids = earlier.get(index);
+      return ids ? { ids, duplicate: true } : { ids: idsOf(item), duplicate: false };
+    });
   }
 
   async lockDue(request: LockRequest): Promise<LockedBatch> {

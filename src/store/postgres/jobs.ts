@@ -6,11 +6,14 @@ import type {
   HeldJob,
   JobCounts,
   JobStore,
+  KeyedDeliveries,
   LockedBatch,
   LockedJob,
   NewDelivery,
   RetriedRun,
 } from "../../delivery/job-store.js";
+import type { AcceptedPublish } from "../../domain/ports.js";
+import { claimKeys } from "./idempotency-keys.js";
 import { prepareJobTable } from "./job-schema.js";
 import {
   CLAIM_SEND,
@@ -31,6 +34,8 @@ import { type ForDeliveryRow, forDeliveryOfRows } from "./notifications.js";
 import { isDataError } from "./rows.js";
 import type { SqlPool } from "./sql-pool.js";
 import { inTransaction } from "./transaction.js";
+
+const idsOf = (deliveries: readonly NewDelivery[]) => deliveries.map((delivery) => delivery.notification.id);
 
 type LockRow = ForDeliveryRow & {
   scanned: number;
@@ -119,23 +124,19 @@ export class PostgresJobStore implements JobStore {
     if (deliveries.length > 0) await this.#inserts.call(deliveries);
   }
 
-  insertOnce(clientId: string, key: string, deliveries: readonly NewDelivery[]): Promise<{ ids: string[]; duplicate: boolean }> {
-    const ids = deliveries.map((delivery) => delivery.notification.id);
+  insertBatch(items: readonly KeyedDeliveries[]): Promise<AcceptedPublish[]> {
     return inTransaction(this.pools.api, async (client) => {
-      // The primary key (client_id, key) decides; a concurrent twin waits here for the other's commit.
-      const claimed = await client.query(
-        "INSERT INTO wh_idempotency_keys (client_id, key, notification_ids, created_at) VALUES ($1, $2, $3, now()) ON CONFLICT DO NOTHING",
-        [clientId, key, ids],
+      const keyed = items.flatMap((item, index) =>
+        item.key === undefined ? [] : [{ index, clientId: item.clientId, key: item.key, ids: idsOf(item.deliveries) }],
       );
-      if (claimed.rowCount === 0) {
-        const { rows } = await client.query<{ notification_ids: string[] }>(
-          "SELECT notification_ids FROM wh_idempotency_keys WHERE client_id = $1 AND key = $2",
-          [clientId, key],
-        );
-        return { ids: rows[0]?.notification_ids ?? [], duplicate: true };
-      }
-      if (deliveries.length > 0) await client.query(INSERT, insertParameters(deliveries, this.options.owner));
-      return { ids, duplicate: false };
+      const claimed = keyed.length > 0 ? await claimKeys(client, keyed) : new Map<number, string[]>();
+      const earlier = new Map([...claimed].map(([claim, ids]) => [(keyed[claim] as { index: number }).index, ids]));
+      const stored = items.flatMap((item, index) => (earlier.has(index) ? [] : item.deliveries));
+      if (stored.length > 0) await client.query(INSERT, insertParameters(stored, this.options.owner));
+      return items.map((item, index) => {
+        const ids = earlier.get(index);
+        return ids ? { ids, duplicate: true } : { ids: idsOf(item.deliveries), duplicate: false };
+      });
     });
   }
 

@@ -17,7 +17,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/v1/event_service.proto.
  */
 export const file_webhooks_v1_event_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch93ZWJob29rcy92MS9ldmVudF9zZXJ2aWNlLnByb3RvEgt3ZWJob29rcy52MSIdChtHZXREZWxpdmVyeURhc2hib2FyZFJlcXVlc3QikgIKHEdldERlbGl2ZXJ5RGFzaGJvYXJkUmVzcG9uc2USKQoFc2luY2UYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRlbGl2ZXJlZBgCIAEoBRIOCgZmYWlsZWQYAyABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAQgASgFEg8KB3BlbmRpbmcYBSABKAUSNwoRc2xvd2VzdF9lbmRwb2ludHMYBiADKAsyHC53ZWJob29rcy52MS5FbmRwb2ludExhdGVuY3kSQQoWZGlzYWJsZWRfc3Vic2NyaXB0aW9ucxgHIAMoCzIhLndlYmhvb2tzLnYxLkRpc2FibGVkU3Vic2NyaXB0aW9uIm0KD0VuZHBvaW50TGF0ZW5jeRILCgN1cmwYASABKAkSEAoIYXR0ZW1wdHMYAiABKAUSEgoKYXZlcmFnZV9tcxgDIAEoBRIOCgZtYXhfbXMYBCABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAUgASgFIp8BChREaXNhYmxlZFN1YnNjcmlwdGlvbhIXCg9zdWJzY3JpcHRpb25faWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEg0KBWV2ZW50GAMgASgJEgsKA3VybBgEIAEoCRIOCgZyZWFzb24YBSABKAkSLwoLZGlzYWJsZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrABChlXYXRjaEFsbERlbGl2ZXJpZXNSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYAiABKAkSDQoFZXZlbnQYAyABKAkSLQoHb3V0Y29tZRgEIAEoDjIcLndlYmhvb2tzLnYxLkRlbGl2ZXJ5T3V0Y29tZRIpCgVzaW5jZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiTQoaV2F0Y2hBbGxEZWxpdmVyaWVzUmVzcG9uc2USLwoIYWN0aXZpdHkYASABKAsyHS53ZWJob29rcy52MS5EZWxpdmVyeUFjdGl2aXR5Ih8KDUdldEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJInIKDkdldEpvYlJlc3BvbnNlEi8KDG5vdGlmaWNhdGlvbhgBIAEoCzIZLndlYmhvb2tzLnYxLk5vdGlmaWNhdGlvbhIRCgljbGllbnRfaWQYAiABKAkSHAoUc3Vic2NyaXB0aW9uX2RlbGV0ZWQYAyABKAgiegoTUHVibGlzaEV2ZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSDQoFZXZlbnQYAiABKAkSKAoHcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIjoKFFB1Ymxpc2hFdmVudFJlc3BvbnNlEg8KB2pvYl9pZHMYASADKAkSEQoJZHVwbGljYXRlGAIgASgIIpwBChhSZWdpc3RlckV2ZW50VHlwZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCg5zYW1wbGVfcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoLanNvbl9zY2hlbWEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkcKGVJlZ2lzdGVyRXZlbnRUeXBlUmVzcG9uc2USKgoKZXZlbnRfdHlwZRgBIAEoCzIWLndlYmhvb2tzLnYxLkV2ZW50VHlwZSLKAQoWVXBkYXRlRXZlbnRUeXBlUmVxdWVzdBIMCgRuYW1lGAEgASgJEhgKC2Rlc2NyaXB0aW9uGAIgASgJSACIAQESLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIZChFjbGVhcl9qc29uX3NjaGVtYRgFIAEoCEIOCgxfZGVzY3JpcHRpb24iRQoXVXBkYXRlRXZlbnRUeXBlUmVzcG9uc2USKgoKZXZlbnRfdHlwZRgBIAEoCzIWLndlYmhvb2tzLnYxLkV2ZW50VHlwZSIXChVMaXN0RXZlbnRUeXBlc1JlcXVlc3QiRQoWTGlzdEV2ZW50VHlwZXNSZXNwb25zZRIrCgtldmVudF90eXBlcxgBIAMoCzIWLndlYmhvb2tzLnYxLkV2ZW50VHlwZTKkBwoMRXZlbnRTZXJ2aWNlEnwKDFB1Ymxpc2hFdmVudBIgLndlYmhvb2tzLnYxLlB1Ymxpc2hFdmVudFJlcXVlc3QaIS53ZWJob29rcy52MS5QdWJsaXNoRXZlbnRSZXNwb25zZSIngtPkkwIhOgEqIhwvYXBpL2ludGVybmFsL2V2ZW50cy9wdWJsaXNoEpMBChFSZWdpc3RlckV2ZW50VHlwZRIlLndlYmhvb2tzLnYxLlJlZ2lzdGVyRXZlbnRUeXBlUmVxdWVzdBomLndlYmhvb2tzLnYxLlJlZ2lzdGVyRXZlbnRUeXBlUmVzcG9uc2UiL4LT5JMCKToBKmIKZXZlbnRfdHlwZSIYL2FwaS9pbnRlcm5hbC9ldmVudFR5cGVzEpQBCg9VcGRhdGVFdmVudFR5cGUSIy53ZWJob29rcy52MS5VcGRhdGVFdmVudFR5cGVSZXF1ZXN0GiQud2ViaG9va3MudjEuVXBkYXRlRXZlbnRUeXBlUmVzcG9uc2UiNoLT5JMCMDoBKmIKZXZlbnRfdHlwZTIfL2FwaS9pbnRlcm5hbC9ldmVudFR5cGVzL3tuYW1lfRJ+Cg5MaXN0RXZlbnRUeXBlcxIiLndlYmhvb2tzLnYxLkxpc3RFdmVudFR5cGVzUmVxdWVzdBojLndlYmhvb2tzLnYxLkxpc3RFdmVudFR5cGVzUmVzcG9uc2UiI5ACAYLT5JMCGhIYL2FwaS9pbnRlcm5hbC9ldmVudFR5cGVzEmkKBkdldEpvYhIaLndlYmhvb2tzLnYxLkdldEpvYlJlcXVlc3QaGy53ZWJob29rcy52MS5HZXRKb2JSZXNwb25zZSImkAIBgtPkkwIdEhsvYXBpL2ludGVybmFsL2pvYnMve2pvYl9pZH0SjwEKFEdldERlbGl2ZXJ5RGFzaGJvYXJkEigud2ViaG9va3MudjEuR2V0RGVsaXZlcnlEYXNoYm9hcmRSZXF1ZXN0Gikud2ViaG9va3MudjEuR2V0RGVsaXZlcnlEYXNoYm9hcmRSZXNwb25zZSIikAIBgtPkkwIZEhcvYXBpL2ludGVybmFsL2Rhc2hib2FyZBJsChJXYXRjaEFsbERlbGl2ZXJpZXMSJi53ZWJob29rcy52MS5XYXRjaEFsbERlbGl2ZXJpZXNSZXF1ZXN0Gicud2ViaG9va3MudjEuV2F0Y2hBbGxEZWxpdmVyaWVzUmVzcG9uc2UiA5ACATABYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_webhooks_v1_delivery_service, file_webhooks_v1_subscription]);
+  fileDesc("Ch93ZWJob29rcy92MS9ldmVudF9zZXJ2aWNlLnByb3RvEgt3ZWJob29rcy52MSIdChtHZXREZWxpdmVyeURhc2hib2FyZFJlcXVlc3QikgIKHEdldERlbGl2ZXJ5RGFzaGJvYXJkUmVzcG9uc2USKQoFc2luY2UYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRlbGl2ZXJlZBgCIAEoBRIOCgZmYWlsZWQYAyABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAQgASgFEg8KB3BlbmRpbmcYBSABKAUSNwoRc2xvd2VzdF9lbmRwb2ludHMYBiADKAsyHC53ZWJob29rcy52MS5FbmRwb2ludExhdGVuY3kSQQoWZGlzYWJsZWRfc3Vic2NyaXB0aW9ucxgHIAMoCzIhLndlYmhvb2tzLnYxLkRpc2FibGVkU3Vic2NyaXB0aW9uIm0KD0VuZHBvaW50TGF0ZW5jeRILCgN1cmwYASABKAkSEAoIYXR0ZW1wdHMYAiABKAUSEgoKYXZlcmFnZV9tcxgDIAEoBRIOCgZtYXhfbXMYBCABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAUgASgFIp8BChREaXNhYmxlZFN1YnNjcmlwdGlvbhIXCg9zdWJzY3JpcHRpb25faWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEg0KBWV2ZW50GAMgASgJEgsKA3VybBgEIAEoCRIOCgZyZWFzb24YBSABKAkSLwoLZGlzYWJsZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrABChlXYXRjaEFsbERlbGl2ZXJpZXNSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYAiABKAkSDQoFZXZlbnQYAyABKAkSLQoHb3V0Y29tZRgEIAEoDjIcLndlYmhvb2tzLnYxLkRlbGl2ZXJ5T3V0Y29tZRIpCgVzaW5jZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiTQoaV2F0Y2hBbGxEZWxpdmVyaWVzUmVzcG9uc2USLwoIYWN0aXZpdHkYASABKAsyHS53ZWJob29rcy52MS5EZWxpdmVyeUFjdGl2aXR5Ih8KDUdldEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJInIKDkdldEpvYlJlc3BvbnNlEi8KDG5vdGlmaWNhdGlvbhgBIAEoCzIZLndlYmhvb2tzLnYxLk5vdGlmaWNhdGlvbhIRCgljbGllbnRfaWQYAiABKAkSHAoUc3Vic2NyaXB0aW9uX2RlbGV0ZWQYAyABKAgiegoTUHVibGlzaEV2ZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSDQoFZXZlbnQYAiABKAkSKAoHcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIjoKFFB1Ymxpc2hFdmVudFJlc3BvbnNlEg8KB2pvYl9pZHMYASADKAkSEQoJZHVwbGljYXRlGAIgASgIIkgKFFB1Ymxpc2hFdmVudHNSZXF1ZXN0EjAKBmV2ZW50cxgBIAMoCzIgLndlYmhvb2tzLnYxLlB1Ymxpc2hFdmVudFJlcXVlc3QiSwoVUHVibGlzaEV2ZW50c1Jlc3BvbnNlEjIKB3Jlc3VsdHMYASADKAsyIS53ZWJob29rcy52MS5QdWJsaXNoRXZlbnRSZXNwb25zZSKcAQoYUmVnaXN0ZXJFdmVudFR5cGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJHChlSZWdpc3RlckV2ZW50VHlwZVJlc3BvbnNlEioKCmV2ZW50X3R5cGUYASABKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUiygEKFlVwZGF0ZUV2ZW50VHlwZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIYCgtkZXNjcmlwdGlvbhgCIAEoCUgAiAEBEi8KDnNhbXBsZV9wYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgtqc29uX3NjaGVtYRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGQoRY2xlYXJfanNvbl9zY2hlbWEYBSABKAhCDgoMX2Rlc2NyaXB0aW9uIkUKF1VwZGF0ZUV2ZW50VHlwZVJlc3BvbnNlEioKCmV2ZW50X3R5cGUYASABKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUiFwoVTGlzdEV2ZW50VHlwZXNSZXF1ZXN0IkUKFkxpc3RFdmVudFR5cGVzUmVzcG9uc2USKwoLZXZlbnRfdHlwZXMYASADKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUyqwgKDEV2ZW50U2VydmljZRJ8CgxQdWJsaXNoRXZlbnQSIC53ZWJob29rcy52MS5QdWJsaXNoRXZlbnRSZXF1ZXN0GiEud2ViaG9va3MudjEuUHVibGlzaEV2ZW50UmVzcG9uc2UiJ4LT5JMCIToBKiIcL2FwaS9pbnRlcm5hbC9ldmVudHMvcHVibGlzaBKEAQoNUHVibGlzaEV2ZW50cxIhLndlYmhvb2tzLnYxLlB1Ymxpc2hFdmVudHNSZXF1ZXN0GiIud2ViaG9va3MudjEuUHVibGlzaEV2ZW50c1Jlc3BvbnNlIiyC0+STAiY6ASoiIS9hcGkvaW50ZXJuYWwvZXZlbnRzL3B1Ymxpc2hCYXRjaBKTAQoRUmVnaXN0ZXJFdmVudFR5cGUSJS53ZWJob29rcy52MS5SZWdpc3RlckV2ZW50VHlwZVJlcXVlc3QaJi53ZWJob29rcy52MS5SZWdpc3RlckV2ZW50VHlwZVJlc3BvbnNlIi+C0+STAik6ASpiCmV2ZW50X3R5cGUiGC9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcxKUAQoPVXBkYXRlRXZlbnRUeXBlEiMud2ViaG9va3MudjEuVXBkYXRlRXZlbnRUeXBlUmVxdWVzdBokLndlYmhvb2tzLnYxLlVwZGF0ZUV2ZW50VHlwZVJlc3BvbnNlIjaC0+STAjA6ASpiCmV2ZW50X3R5cGUyHy9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcy97bmFtZX0SfgoOTGlzdEV2ZW50VHlwZXMSIi53ZWJob29rcy52MS5MaXN0RXZlbnRUeXBlc1JlcXVlc3QaIy53ZWJob29rcy52MS5MaXN0RXZlbnRUeXBlc1Jlc3BvbnNlIiOQAgGC0+STAhoSGC9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcxJpCgZHZXRKb2ISGi53ZWJob29rcy52MS5HZXRKb2JSZXF1ZXN0Ghsud2ViaG9va3MudjEuR2V0Sm9iUmVzcG9uc2UiJpACAYLT5JMCHRIbL2FwaS9pbnRlcm5hbC9qb2JzL3tqb2JfaWR9Eo8BChRHZXREZWxpdmVyeURhc2hib2FyZBIoLndlYmhvb2tzLnYxLkdldERlbGl2ZXJ5RGFzaGJvYXJkUmVxdWVzdBopLndlYmhvb2tzLnYxLkdldERlbGl2ZXJ5RGFzaGJvYXJkUmVzcG9uc2UiIpACAYLT5JMCGRIXL2FwaS9pbnRlcm5hbC9kYXNoYm9hcmQSbAoSV2F0Y2hBbGxEZWxpdmVyaWVzEiYud2ViaG9va3MudjEuV2F0Y2hBbGxEZWxpdmVyaWVzUmVxdWVzdBonLndlYmhvb2tzLnYxLldhdGNoQWxsRGVsaXZlcmllc1Jlc3BvbnNlIgOQAgEwAWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_webhooks_v1_delivery_service, file_webhooks_v1_subscription]);
 
 /**
  * @generated from message webhooks.v1.GetDeliveryDashboardRequest
@@ -352,6 +352,45 @@ export const PublishEventResponseSchema: GenMessage<PublishEventResponse> = /*@_
   messageDesc(file_webhooks_v1_event_service, 9);
 
 /**
+ * @generated from message webhooks.v1.PublishEventsRequest
+ */
+export type PublishEventsRequest = Message<"webhooks.v1.PublishEventsRequest"> & {
+  /**
+   * 1 to 500 events, each as PublishEvent takes it; two of them may not share
+   * a client and idempotency key.
+   *
+   * @generated from field: repeated webhooks.v1.PublishEventRequest events = 1;
+   */
+  events: PublishEventRequest[];
+};
+
+/**
+ * Describes the message webhooks.v1.PublishEventsRequest.
+ * Use `create(PublishEventsRequestSchema)` to create a new message.
+ */
+export const PublishEventsRequestSchema: GenMessage<PublishEventsRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_event_service, 10);
+
+/**
+ * @generated from message webhooks.v1.PublishEventsResponse
+ */
+export type PublishEventsResponse = Message<"webhooks.v1.PublishEventsResponse"> & {
+  /**
+   * One answer per event, in the request's order.
+   *
+   * @generated from field: repeated webhooks.v1.PublishEventResponse results = 1;
+   */
+  results: PublishEventResponse[];
+};
+
+/**
+ * Describes the message webhooks.v1.PublishEventsResponse.
+ * Use `create(PublishEventsResponseSchema)` to create a new message.
+ */
+export const PublishEventsResponseSchema: GenMessage<PublishEventsResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_event_service, 11);
+
+/**
  * @generated from message webhooks.v1.RegisterEventTypeRequest
  */
 export type RegisterEventTypeRequest = Message<"webhooks.v1.RegisterEventTypeRequest"> & {
@@ -383,7 +422,7 @@ export type RegisterEventTypeRequest = Message<"webhooks.v1.RegisterEventTypeReq
  * Use `create(RegisterEventTypeRequestSchema)` to create a new message.
  */
 export const RegisterEventTypeRequestSchema: GenMessage<RegisterEventTypeRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 10);
+  messageDesc(file_webhooks_v1_event_service, 12);
 
 /**
  * @generated from message webhooks.v1.RegisterEventTypeResponse
@@ -400,7 +439,7 @@ export type RegisterEventTypeResponse = Message<"webhooks.v1.RegisterEventTypeRe
  * Use `create(RegisterEventTypeResponseSchema)` to create a new message.
  */
 export const RegisterEventTypeResponseSchema: GenMessage<RegisterEventTypeResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 11);
+  messageDesc(file_webhooks_v1_event_service, 13);
 
 /**
  * @generated from message webhooks.v1.UpdateEventTypeRequest
@@ -439,7 +478,7 @@ export type UpdateEventTypeRequest = Message<"webhooks.v1.UpdateEventTypeRequest
  * Use `create(UpdateEventTypeRequestSchema)` to create a new message.
  */
 export const UpdateEventTypeRequestSchema: GenMessage<UpdateEventTypeRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 12);
+  messageDesc(file_webhooks_v1_event_service, 14);
 
 /**
  * @generated from message webhooks.v1.UpdateEventTypeResponse
@@ -456,7 +495,7 @@ export type UpdateEventTypeResponse = Message<"webhooks.v1.UpdateEventTypeRespon
  * Use `create(UpdateEventTypeResponseSchema)` to create a new message.
  */
 export const UpdateEventTypeResponseSchema: GenMessage<UpdateEventTypeResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 13);
+  messageDesc(file_webhooks_v1_event_service, 15);
 
 /**
  * @generated from message webhooks.v1.ListEventTypesRequest
@@ -469,7 +508,7 @@ export type ListEventTypesRequest = Message<"webhooks.v1.ListEventTypesRequest">
  * Use `create(ListEventTypesRequestSchema)` to create a new message.
  */
 export const ListEventTypesRequestSchema: GenMessage<ListEventTypesRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 14);
+  messageDesc(file_webhooks_v1_event_service, 16);
 
 /**
  * @generated from message webhooks.v1.ListEventTypesResponse
@@ -486,7 +525,7 @@ export type ListEventTypesResponse = Message<"webhooks.v1.ListEventTypesResponse
  * Use `create(ListEventTypesResponseSchema)` to create a new message.
  */
 export const ListEventTypesResponseSchema: GenMessage<ListEventTypesResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 15);
+  messageDesc(file_webhooks_v1_event_service, 17);
 
 /**
  * For internal services: publishing events and managing event types.
@@ -505,6 +544,19 @@ export const EventService: GenService<{
     methodKind: "unary";
     input: typeof PublishEventRequestSchema;
     output: typeof PublishEventResponseSchema;
+  },
+  /**
+   * Publishes up to 500 events in one call, as PublishEvent would each, in
+   * one transaction: every event is accepted, or (when one is refused) none,
+   * and the error names the refused event's index (`events[3]: …`). Each
+   * event has its own idempotency key and its own answer, in request order.
+   *
+   * @generated from rpc webhooks.v1.EventService.PublishEvents
+   */
+  publishEvents: {
+    methodKind: "unary";
+    input: typeof PublishEventsRequestSchema;
+    output: typeof PublishEventsResponseSchema;
   },
   /**
    * Adds an event type that clients may subscribe to.
