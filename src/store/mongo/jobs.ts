@@ -13,6 +13,7 @@ import type {
 } from "../../delivery/job-store.js";
 import { endpointOf } from "../../domain/endpoint.js";
 import type { DeliveryAttempt, NotificationStatus } from "../../domain/model.js";
+import { countAccepted, countAttempt, statsCollection } from "./delivery-stats.js";
 import {
   type AttemptDoc,
   collections,
@@ -128,6 +129,15 @@ export class MongoJobStore implements JobStore {
     await this.#insertAll(
       deliveries.map((delivery) => ({ ...toNotificationDoc(delivery.notification), job: this.#newJob(delivery, now) })),
     );
+    await this.#countAccepted(deliveries);
+  }
+
+  /** After the notifications are stored: a failure here loses a count, never a notification. */
+  #countAccepted(deliveries: readonly NewDelivery[]): Promise<void> {
+    return countAccepted(
+      statsCollection(this.db),
+      deliveries.map(({ endpoint, notification }) => ({ endpoint, clientId: notification.clientId, createdAt: notification.createdAt })),
+    );
   }
 
   async insertOnce(clientId: string, key: string, deliveries: readonly NewDelivery[]): Promise<{ ids: string[]; duplicate: boolean }> {
@@ -149,6 +159,7 @@ export class MongoJobStore implements JobStore {
     }
     if (ids.length > 0)
       await this.#notifications.updateMany({ _id: { $in: ids }, "job.lockedAt": null }, { $set: { "job.nextRunAt": new Date() } });
+    await this.#countAccepted(deliveries);
     return { ids, duplicate: false };
   }
 
@@ -379,19 +390,25 @@ export class MongoJobStore implements JobStore {
     });
     // $max keeps a replayed older attempt from lowering the count (SQL GREATEST).
     // A final status stays (as in SQL): only a pending notification moves.
-    const { matchedCount } = await this.#notifications.updateOne({ _id: a.notificationId }, [
-      {
-        $set: {
-          status: { $cond: [{ $eq: ["$status", "pending"] }, { $literal: status }, "$status"] },
-          updatedAt: { $literal: new Date() },
-          attemptCount: { $max: ["$attemptCount", a.attempt + 1] },
+    const before = await this.#notifications.findOneAndUpdate(
+      { _id: a.notificationId },
+      [
+        {
+          $set: {
+            status: { $cond: [{ $eq: ["$status", "pending"] }, { $literal: status }, "$status"] },
+            updatedAt: { $literal: new Date() },
+            attemptCount: { $max: ["$attemptCount", a.attempt + 1] },
+          },
         },
-      },
-    ]);
-    if (matchedCount === 0) {
+      ],
+      { projection: { job: 1 } },
+    );
+    if (!before) {
       // The SQL foreign key rejects an attempt for an unknown notification; do the same.
       await this.#attempts.deleteOne({ _id: insertedId });
       throw new Error(`notification ${a.notificationId} does not exist`);
     }
+    // As in SQL, an attempt whose job is gone (another instance finished it) is recorded but not counted.
+    if (before.job) await countAttempt(statsCollection(this.db), a, status, before.job);
   }
 }

@@ -66,6 +66,13 @@ export class PostgresJobStore implements JobStore {
   readonly #inserts: Coalescer<readonly NewDelivery[], undefined>;
   readonly #finishes: Coalescer<FinishedRun, boolean>;
   readonly #retries: Coalescer<RetriedRun, boolean>;
+  /**
+   * Whose rows in the statistics this instance's accepting and its attempts
+   * add to (store/postgres/delivery-stats.ts): apart, so that an insert
+   * waiting for the disk never holds up the attempts' rows.
+   */
+  readonly #acceptsWriter: string;
+  readonly #attemptsWriter: string;
 
   constructor(
     private readonly pools: { api: SqlPool; bookkeeping: SqlPool },
@@ -76,9 +83,15 @@ export class PostgresJobStore implements JobStore {
       lockLifetimeMs: number;
     },
   ) {
+    this.#acceptsWriter = `${options.owner} accepts`;
+    this.#attemptsWriter = `${options.owner} attempts`;
     this.#inserts = new Coalescer(
       async (calls) => {
-        await pools.api.query({ name: "wh-insert-jobs", text: INSERT, values: insertParameters(calls.flat(), options.owner) });
+        await pools.api.query({
+          name: "wh-insert-jobs",
+          text: INSERT,
+          values: insertParameters(calls.flat(), options.owner, this.#acceptsWriter),
+        });
         return calls.map(() => undefined);
       },
       { splitOn: isDataError },
@@ -88,7 +101,7 @@ export class PostgresJobStore implements JobStore {
         const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
           name: "wh-finish-jobs",
           text: FINISH,
-          values: [...recordParameters(runs), runs.map((run) => run.heldLock)],
+          values: [...recordParameters(runs), runs.map((run) => run.heldLock), this.#attemptsWriter],
         });
         return written(runs, rows);
       },
@@ -103,6 +116,7 @@ export class PostgresJobStore implements JobStore {
             ...recordParameters(runs.map((run) => ({ attempt: run.attempt, status: "pending" }))),
             runs.map((run) => run.heldLock),
             runs.map((run) => run.nextRunAt),
+            this.#attemptsWriter,
           ],
         });
         return written(runs, rows);
@@ -134,7 +148,7 @@ export class PostgresJobStore implements JobStore {
         );
         return { ids: rows[0]?.notification_ids ?? [], duplicate: true };
       }
-      if (deliveries.length > 0) await client.query(INSERT, insertParameters(deliveries, this.options.owner));
+      if (deliveries.length > 0) await client.query(INSERT, insertParameters(deliveries, this.options.owner, this.#acceptsWriter));
       return { ids, duplicate: false };
     });
   }

@@ -130,6 +130,29 @@ export const MIGRATIONS: readonly string[] = [
   // A subscription's custom headers, sealed (domain/custom-headers.ts), and its payload filter
   // (domain/payload-filter.ts); null: none.
   "ALTER TABLE wh_subscriptions ADD COLUMN sealed_headers text, ADD COLUMN payload_filter jsonb",
+  // Delivery statistics (domain/delivery-stats.ts, written by job-statements.ts): per endpoint, a row per minute and
+  // per hour (step, in seconds) for each writer (one instance's accepting, or its attempts), so that no two statements
+  // that run together wait for one row. le_N counts the attempts that took at most N ms. Counts are updated in place:
+  // HOT updates need room on the page.
+  `CREATE TABLE wh_delivery_stats (
+     step integer NOT NULL,
+     start timestamptz NOT NULL,
+     endpoint text NOT NULL,
+     writer text NOT NULL,
+     client_id text NOT NULL,
+     accepted bigint NOT NULL DEFAULT 0,
+     delivered bigint NOT NULL DEFAULT 0,
+     failed bigint NOT NULL DEFAULT 0,
+     attempts bigint NOT NULL DEFAULT 0,
+     failed_attempts bigint NOT NULL DEFAULT 0,
+     le_5 bigint NOT NULL DEFAULT 0, le_10 bigint NOT NULL DEFAULT 0, le_25 bigint NOT NULL DEFAULT 0,
+     le_50 bigint NOT NULL DEFAULT 0, le_100 bigint NOT NULL DEFAULT 0, le_250 bigint NOT NULL DEFAULT 0,
+     le_500 bigint NOT NULL DEFAULT 0, le_1000 bigint NOT NULL DEFAULT 0, le_2500 bigint NOT NULL DEFAULT 0,
+     le_5000 bigint NOT NULL DEFAULT 0, le_10000 bigint NOT NULL DEFAULT 0, le_15000 bigint NOT NULL DEFAULT 0,
+     le_30000 bigint NOT NULL DEFAULT 0, le_60000 bigint NOT NULL DEFAULT 0,
+     PRIMARY KEY (step, start, endpoint, writer)
+   ) WITH (fillfactor = 50);
+   CREATE INDEX wh_delivery_stats_client_idx ON wh_delivery_stats (client_id, step, start);`,
 ];
 
 /** Brings the schema up to date; `migrations` other than all of them only to build an older schema in a test. */

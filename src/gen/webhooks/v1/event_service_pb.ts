@@ -9,6 +9,8 @@ import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { DeliveryActivity, DeliveryOutcome, Notification } from "./delivery_service_pb.js";
 import { file_webhooks_v1_delivery_service } from "./delivery_service_pb.js";
+import type { DeliveryStats } from "./delivery_stats_pb.js";
+import { file_webhooks_v1_delivery_stats } from "./delivery_stats_pb.js";
 import type { EventType } from "./subscription_pb.js";
 import { file_webhooks_v1_subscription } from "./subscription_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -17,7 +19,50 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/v1/event_service.proto.
  */
 export const file_webhooks_v1_event_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch93ZWJob29rcy92MS9ldmVudF9zZXJ2aWNlLnByb3RvEgt3ZWJob29rcy52MSIdChtHZXREZWxpdmVyeURhc2hib2FyZFJlcXVlc3QikgIKHEdldERlbGl2ZXJ5RGFzaGJvYXJkUmVzcG9uc2USKQoFc2luY2UYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRlbGl2ZXJlZBgCIAEoBRIOCgZmYWlsZWQYAyABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAQgASgFEg8KB3BlbmRpbmcYBSABKAUSNwoRc2xvd2VzdF9lbmRwb2ludHMYBiADKAsyHC53ZWJob29rcy52MS5FbmRwb2ludExhdGVuY3kSQQoWZGlzYWJsZWRfc3Vic2NyaXB0aW9ucxgHIAMoCzIhLndlYmhvb2tzLnYxLkRpc2FibGVkU3Vic2NyaXB0aW9uIm0KD0VuZHBvaW50TGF0ZW5jeRILCgN1cmwYASABKAkSEAoIYXR0ZW1wdHMYAiABKAUSEgoKYXZlcmFnZV9tcxgDIAEoBRIOCgZtYXhfbXMYBCABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAUgASgFIp8BChREaXNhYmxlZFN1YnNjcmlwdGlvbhIXCg9zdWJzY3JpcHRpb25faWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEg0KBWV2ZW50GAMgASgJEgsKA3VybBgEIAEoCRIOCgZyZWFzb24YBSABKAkSLwoLZGlzYWJsZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrABChlXYXRjaEFsbERlbGl2ZXJpZXNSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYAiABKAkSDQoFZXZlbnQYAyABKAkSLQoHb3V0Y29tZRgEIAEoDjIcLndlYmhvb2tzLnYxLkRlbGl2ZXJ5T3V0Y29tZRIpCgVzaW5jZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiTQoaV2F0Y2hBbGxEZWxpdmVyaWVzUmVzcG9uc2USLwoIYWN0aXZpdHkYASABKAsyHS53ZWJob29rcy52MS5EZWxpdmVyeUFjdGl2aXR5Ih8KDUdldEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJInIKDkdldEpvYlJlc3BvbnNlEi8KDG5vdGlmaWNhdGlvbhgBIAEoCzIZLndlYmhvb2tzLnYxLk5vdGlmaWNhdGlvbhIRCgljbGllbnRfaWQYAiABKAkSHAoUc3Vic2NyaXB0aW9uX2RlbGV0ZWQYAyABKAgiegoTUHVibGlzaEV2ZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSDQoFZXZlbnQYAiABKAkSKAoHcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIjoKFFB1Ymxpc2hFdmVudFJlc3BvbnNlEg8KB2pvYl9pZHMYASADKAkSEQoJZHVwbGljYXRlGAIgASgIIpwBChhSZWdpc3RlckV2ZW50VHlwZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCg5zYW1wbGVfcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoLanNvbl9zY2hlbWEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkcKGVJlZ2lzdGVyRXZlbnRUeXBlUmVzcG9uc2USKgoKZXZlbnRfdHlwZRgBIAEoCzIWLndlYmhvb2tzLnYxLkV2ZW50VHlwZSLKAQoWVXBkYXRlRXZlbnRUeXBlUmVxdWVzdBIMCgRuYW1lGAEgASgJEhgKC2Rlc2NyaXB0aW9uGAIgASgJSACIAQESLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIZChFjbGVhcl9qc29uX3NjaGVtYRgFIAEoCEIOCgxfZGVzY3JpcHRpb24iRQoXVXBkYXRlRXZlbnRUeXBlUmVzcG9uc2USKgoKZXZlbnRfdHlwZRgBIAEoCzIWLndlYmhvb2tzLnYxLkV2ZW50VHlwZSIXChVMaXN0RXZlbnRUeXBlc1JlcXVlc3QiRQoWTGlzdEV2ZW50VHlwZXNSZXNwb25zZRIrCgtldmVudF90eXBlcxgBIAMoCzIWLndlYmhvb2tzLnYxLkV2ZW50VHlwZTKkBwoMRXZlbnRTZXJ2aWNlEnwKDFB1Ymxpc2hFdmVudBIgLndlYmhvb2tzLnYxLlB1Ymxpc2hFdmVudFJlcXVlc3QaIS53ZWJob29rcy52MS5QdWJsaXNoRXZlbnRSZXNwb25zZSIngtPkkwIhOgEqIhwvYXBpL2ludGVybmFsL2V2ZW50cy9wdWJsaXNoEpMBChFSZWdpc3RlckV2ZW50VHlwZRIlLndlYmhvb2tzLnYxLlJlZ2lzdGVyRXZlbnRUeXBlUmVxdWVzdBomLndlYmhvb2tzLnYxLlJlZ2lzdGVyRXZlbnRUeXBlUmVzcG9uc2UiL4LT5JMCKToBKmIKZXZlbnRfdHlwZSIYL2FwaS9pbnRlcm5hbC9ldmVudFR5cGVzEpQBCg9VcGRhdGVFdmVudFR5cGUSIy53ZWJob29rcy52MS5VcGRhdGVFdmVudFR5cGVSZXF1ZXN0GiQud2ViaG9va3MudjEuVXBkYXRlRXZlbnRUeXBlUmVzcG9uc2UiNoLT5JMCMDoBKmIKZXZlbnRfdHlwZTIfL2FwaS9pbnRlcm5hbC9ldmVudFR5cGVzL3tuYW1lfRJ+Cg5MaXN0RXZlbnRUeXBlcxIiLndlYmhvb2tzLnYxLkxpc3RFdmVudFR5cGVzUmVxdWVzdBojLndlYmhvb2tzLnYxLkxpc3RFdmVudFR5cGVzUmVzcG9uc2UiI5ACAYLT5JMCGhIYL2FwaS9pbnRlcm5hbC9ldmVudFR5cGVzEmkKBkdldEpvYhIaLndlYmhvb2tzLnYxLkdldEpvYlJlcXVlc3QaGy53ZWJob29rcy52MS5HZXRKb2JSZXNwb25zZSImkAIBgtPkkwIdEhsvYXBpL2ludGVybmFsL2pvYnMve2pvYl9pZH0SjwEKFEdldERlbGl2ZXJ5RGFzaGJvYXJkEigud2ViaG9va3MudjEuR2V0RGVsaXZlcnlEYXNoYm9hcmRSZXF1ZXN0Gikud2ViaG9va3MudjEuR2V0RGVsaXZlcnlEYXNoYm9hcmRSZXNwb25zZSIikAIBgtPkkwIZEhcvYXBpL2ludGVybmFsL2Rhc2hib2FyZBJsChJXYXRjaEFsbERlbGl2ZXJpZXMSJi53ZWJob29rcy52MS5XYXRjaEFsbERlbGl2ZXJpZXNSZXF1ZXN0Gicud2ViaG9va3MudjEuV2F0Y2hBbGxEZWxpdmVyaWVzUmVzcG9uc2UiA5ACATABYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_webhooks_v1_delivery_service, file_webhooks_v1_subscription]);
+  fileDesc("Ch93ZWJob29rcy92MS9ldmVudF9zZXJ2aWNlLnByb3RvEgt3ZWJob29rcy52MSI7ChdHZXREZWxpdmVyeVN0YXRzUmVxdWVzdBINCgVyYW5nZRgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkiRQoYR2V0RGVsaXZlcnlTdGF0c1Jlc3BvbnNlEikKBXN0YXRzGAEgASgLMhoud2ViaG9va3MudjEuRGVsaXZlcnlTdGF0cyIdChtHZXREZWxpdmVyeURhc2hib2FyZFJlcXVlc3QikgIKHEdldERlbGl2ZXJ5RGFzaGJvYXJkUmVzcG9uc2USKQoFc2luY2UYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRlbGl2ZXJlZBgCIAEoBRIOCgZmYWlsZWQYAyABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAQgASgFEg8KB3BlbmRpbmcYBSABKAUSNwoRc2xvd2VzdF9lbmRwb2ludHMYBiADKAsyHC53ZWJob29rcy52MS5FbmRwb2ludExhdGVuY3kSQQoWZGlzYWJsZWRfc3Vic2NyaXB0aW9ucxgHIAMoCzIhLndlYmhvb2tzLnYxLkRpc2FibGVkU3Vic2NyaXB0aW9uIm0KD0VuZHBvaW50TGF0ZW5jeRILCgN1cmwYASABKAkSEAoIYXR0ZW1wdHMYAiABKAUSEgoKYXZlcmFnZV9tcxgDIAEoBRIOCgZtYXhfbXMYBCABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAUgASgFIp8BChREaXNhYmxlZFN1YnNjcmlwdGlvbhIXCg9zdWJzY3JpcHRpb25faWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEg0KBWV2ZW50GAMgASgJEgsKA3VybBgEIAEoCRIOCgZyZWFzb24YBSABKAkSLwoLZGlzYWJsZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrABChlXYXRjaEFsbERlbGl2ZXJpZXNSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYAiABKAkSDQoFZXZlbnQYAyABKAkSLQoHb3V0Y29tZRgEIAEoDjIcLndlYmhvb2tzLnYxLkRlbGl2ZXJ5T3V0Y29tZRIpCgVzaW5jZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiTQoaV2F0Y2hBbGxEZWxpdmVyaWVzUmVzcG9uc2USLwoIYWN0aXZpdHkYASABKAsyHS53ZWJob29rcy52MS5EZWxpdmVyeUFjdGl2aXR5Ih8KDUdldEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJInIKDkdldEpvYlJlc3BvbnNlEi8KDG5vdGlmaWNhdGlvbhgBIAEoCzIZLndlYmhvb2tzLnYxLk5vdGlmaWNhdGlvbhIRCgljbGllbnRfaWQYAiABKAkSHAoUc3Vic2NyaXB0aW9uX2RlbGV0ZWQYAyABKAgiegoTUHVibGlzaEV2ZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSDQoFZXZlbnQYAiABKAkSKAoHcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIjoKFFB1Ymxpc2hFdmVudFJlc3BvbnNlEg8KB2pvYl9pZHMYASADKAkSEQoJZHVwbGljYXRlGAIgASgIIpwBChhSZWdpc3RlckV2ZW50VHlwZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCg5zYW1wbGVfcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoLanNvbl9zY2hlbWEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkcKGVJlZ2lzdGVyRXZlbnRUeXBlUmVzcG9uc2USKgoKZXZlbnRfdHlwZRgBIAEoCzIWLndlYmhvb2tzLnYxLkV2ZW50VHlwZSLKAQoWVXBkYXRlRXZlbnRUeXBlUmVxdWVzdBIMCgRuYW1lGAEgASgJEhgKC2Rlc2NyaXB0aW9uGAIgASgJSACIAQESLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIZChFjbGVhcl9qc29uX3NjaGVtYRgFIAEoCEIOCgxfZGVzY3JpcHRpb24iRQoXVXBkYXRlRXZlbnRUeXBlUmVzcG9uc2USKgoKZXZlbnRfdHlwZRgBIAEoCzIWLndlYmhvb2tzLnYxLkV2ZW50VHlwZSIXChVMaXN0RXZlbnRUeXBlc1JlcXVlc3QiRQoWTGlzdEV2ZW50VHlwZXNSZXNwb25zZRIrCgtldmVudF90eXBlcxgBIAMoCzIWLndlYmhvb2tzLnYxLkV2ZW50VHlwZTKlCAoMRXZlbnRTZXJ2aWNlEnwKDFB1Ymxpc2hFdmVudBIgLndlYmhvb2tzLnYxLlB1Ymxpc2hFdmVudFJlcXVlc3QaIS53ZWJob29rcy52MS5QdWJsaXNoRXZlbnRSZXNwb25zZSIngtPkkwIhOgEqIhwvYXBpL2ludGVybmFsL2V2ZW50cy9wdWJsaXNoEpMBChFSZWdpc3RlckV2ZW50VHlwZRIlLndlYmhvb2tzLnYxLlJlZ2lzdGVyRXZlbnRUeXBlUmVxdWVzdBomLndlYmhvb2tzLnYxLlJlZ2lzdGVyRXZlbnRUeXBlUmVzcG9uc2UiL4LT5JMCKToBKmIKZXZlbnRfdHlwZSIYL2FwaS9pbnRlcm5hbC9ldmVudFR5cGVzEpQBCg9VcGRhdGVFdmVudFR5cGUSIy53ZWJob29rcy52MS5VcGRhdGVFdmVudFR5cGVSZXF1ZXN0GiQud2ViaG9va3MudjEuVXBkYXRlRXZlbnRUeXBlUmVzcG9uc2UiNoLT5JMCMDoBKmIKZXZlbnRfdHlwZTIfL2FwaS9pbnRlcm5hbC9ldmVudFR5cGVzL3tuYW1lfRJ+Cg5MaXN0RXZlbnRUeXBlcxIiLndlYmhvb2tzLnYxLkxpc3RFdmVudFR5cGVzUmVxdWVzdBojLndlYmhvb2tzLnYxLkxpc3RFdmVudFR5cGVzUmVzcG9uc2UiI5ACAYLT5JMCGhIYL2FwaS9pbnRlcm5hbC9ldmVudFR5cGVzEmkKBkdldEpvYhIaLndlYmhvb2tzLnYxLkdldEpvYlJlcXVlc3QaGy53ZWJob29rcy52MS5HZXRKb2JSZXNwb25zZSImkAIBgtPkkwIdEhsvYXBpL2ludGVybmFsL2pvYnMve2pvYl9pZH0SjwEKFEdldERlbGl2ZXJ5RGFzaGJvYXJkEigud2ViaG9va3MudjEuR2V0RGVsaXZlcnlEYXNoYm9hcmRSZXF1ZXN0Gikud2ViaG9va3MudjEuR2V0RGVsaXZlcnlEYXNoYm9hcmRSZXNwb25zZSIikAIBgtPkkwIZEhcvYXBpL2ludGVybmFsL2Rhc2hib2FyZBJ/ChBHZXREZWxpdmVyeVN0YXRzEiQud2ViaG9va3MudjEuR2V0RGVsaXZlcnlTdGF0c1JlcXVlc3QaJS53ZWJob29rcy52MS5HZXREZWxpdmVyeVN0YXRzUmVzcG9uc2UiHpACAYLT5JMCFRITL2FwaS9pbnRlcm5hbC9zdGF0cxJsChJXYXRjaEFsbERlbGl2ZXJpZXMSJi53ZWJob29rcy52MS5XYXRjaEFsbERlbGl2ZXJpZXNSZXF1ZXN0Gicud2ViaG9va3MudjEuV2F0Y2hBbGxEZWxpdmVyaWVzUmVzcG9uc2UiA5ACATABYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_webhooks_v1_delivery_service, file_webhooks_v1_delivery_stats, file_webhooks_v1_subscription]);
+
+/**
+ * @generated from message webhooks.v1.GetDeliveryStatsRequest
+ */
+export type GetDeliveryStatsRequest = Message<"webhooks.v1.GetDeliveryStatsRequest"> & {
+  /**
+   * "1h" (the default), "24h" or "7d".
+   *
+   * @generated from field: string range = 1;
+   */
+  range: string;
+
+  /**
+   * Only this client's figures; empty: every client's.
+   *
+   * @generated from field: string client_id = 2;
+   */
+  clientId: string;
+};
+
+/**
+ * Describes the message webhooks.v1.GetDeliveryStatsRequest.
+ * Use `create(GetDeliveryStatsRequestSchema)` to create a new message.
+ */
+export const GetDeliveryStatsRequestSchema: GenMessage<GetDeliveryStatsRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_event_service, 0);
+
+/**
+ * @generated from message webhooks.v1.GetDeliveryStatsResponse
+ */
+export type GetDeliveryStatsResponse = Message<"webhooks.v1.GetDeliveryStatsResponse"> & {
+  /**
+   * @generated from field: webhooks.v1.DeliveryStats stats = 1;
+   */
+  stats?: DeliveryStats | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.GetDeliveryStatsResponse.
+ * Use `create(GetDeliveryStatsResponseSchema)` to create a new message.
+ */
+export const GetDeliveryStatsResponseSchema: GenMessage<GetDeliveryStatsResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_event_service, 1);
 
 /**
  * @generated from message webhooks.v1.GetDeliveryDashboardRequest
@@ -30,7 +75,7 @@ export type GetDeliveryDashboardRequest = Message<"webhooks.v1.GetDeliveryDashbo
  * Use `create(GetDeliveryDashboardRequestSchema)` to create a new message.
  */
 export const GetDeliveryDashboardRequestSchema: GenMessage<GetDeliveryDashboardRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 0);
+  messageDesc(file_webhooks_v1_event_service, 2);
 
 /**
  * @generated from message webhooks.v1.GetDeliveryDashboardResponse
@@ -91,7 +136,7 @@ export type GetDeliveryDashboardResponse = Message<"webhooks.v1.GetDeliveryDashb
  * Use `create(GetDeliveryDashboardResponseSchema)` to create a new message.
  */
 export const GetDeliveryDashboardResponseSchema: GenMessage<GetDeliveryDashboardResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 1);
+  messageDesc(file_webhooks_v1_event_service, 3);
 
 /**
  * @generated from message webhooks.v1.EndpointLatency
@@ -128,7 +173,7 @@ export type EndpointLatency = Message<"webhooks.v1.EndpointLatency"> & {
  * Use `create(EndpointLatencySchema)` to create a new message.
  */
 export const EndpointLatencySchema: GenMessage<EndpointLatency> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 2);
+  messageDesc(file_webhooks_v1_event_service, 4);
 
 /**
  * @generated from message webhooks.v1.DisabledSubscription
@@ -170,7 +215,7 @@ export type DisabledSubscription = Message<"webhooks.v1.DisabledSubscription"> &
  * Use `create(DisabledSubscriptionSchema)` to create a new message.
  */
 export const DisabledSubscriptionSchema: GenMessage<DisabledSubscription> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 3);
+  messageDesc(file_webhooks_v1_event_service, 5);
 
 /**
  * @generated from message webhooks.v1.WatchAllDeliveriesRequest
@@ -209,7 +254,7 @@ export type WatchAllDeliveriesRequest = Message<"webhooks.v1.WatchAllDeliveriesR
  * Use `create(WatchAllDeliveriesRequestSchema)` to create a new message.
  */
 export const WatchAllDeliveriesRequestSchema: GenMessage<WatchAllDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 4);
+  messageDesc(file_webhooks_v1_event_service, 6);
 
 /**
  * @generated from message webhooks.v1.WatchAllDeliveriesResponse
@@ -228,7 +273,7 @@ export type WatchAllDeliveriesResponse = Message<"webhooks.v1.WatchAllDeliveries
  * Use `create(WatchAllDeliveriesResponseSchema)` to create a new message.
  */
 export const WatchAllDeliveriesResponseSchema: GenMessage<WatchAllDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 5);
+  messageDesc(file_webhooks_v1_event_service, 7);
 
 /**
  * @generated from message webhooks.v1.GetJobRequest
@@ -247,7 +292,7 @@ export type GetJobRequest = Message<"webhooks.v1.GetJobRequest"> & {
  * Use `create(GetJobRequestSchema)` to create a new message.
  */
 export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 6);
+  messageDesc(file_webhooks_v1_event_service, 8);
 
 /**
  * @generated from message webhooks.v1.GetJobResponse
@@ -278,7 +323,7 @@ export type GetJobResponse = Message<"webhooks.v1.GetJobResponse"> & {
  * Use `create(GetJobResponseSchema)` to create a new message.
  */
 export const GetJobResponseSchema: GenMessage<GetJobResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 7);
+  messageDesc(file_webhooks_v1_event_service, 9);
 
 /**
  * @generated from message webhooks.v1.PublishEventRequest
@@ -323,7 +368,7 @@ export type PublishEventRequest = Message<"webhooks.v1.PublishEventRequest"> & {
  * Use `create(PublishEventRequestSchema)` to create a new message.
  */
 export const PublishEventRequestSchema: GenMessage<PublishEventRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 8);
+  messageDesc(file_webhooks_v1_event_service, 10);
 
 /**
  * @generated from message webhooks.v1.PublishEventResponse
@@ -349,7 +394,7 @@ export type PublishEventResponse = Message<"webhooks.v1.PublishEventResponse"> &
  * Use `create(PublishEventResponseSchema)` to create a new message.
  */
 export const PublishEventResponseSchema: GenMessage<PublishEventResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 9);
+  messageDesc(file_webhooks_v1_event_service, 11);
 
 /**
  * @generated from message webhooks.v1.RegisterEventTypeRequest
@@ -383,7 +428,7 @@ export type RegisterEventTypeRequest = Message<"webhooks.v1.RegisterEventTypeReq
  * Use `create(RegisterEventTypeRequestSchema)` to create a new message.
  */
 export const RegisterEventTypeRequestSchema: GenMessage<RegisterEventTypeRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 10);
+  messageDesc(file_webhooks_v1_event_service, 12);
 
 /**
  * @generated from message webhooks.v1.RegisterEventTypeResponse
@@ -400,7 +445,7 @@ export type RegisterEventTypeResponse = Message<"webhooks.v1.RegisterEventTypeRe
  * Use `create(RegisterEventTypeResponseSchema)` to create a new message.
  */
 export const RegisterEventTypeResponseSchema: GenMessage<RegisterEventTypeResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 11);
+  messageDesc(file_webhooks_v1_event_service, 13);
 
 /**
  * @generated from message webhooks.v1.UpdateEventTypeRequest
@@ -439,7 +484,7 @@ export type UpdateEventTypeRequest = Message<"webhooks.v1.UpdateEventTypeRequest
  * Use `create(UpdateEventTypeRequestSchema)` to create a new message.
  */
 export const UpdateEventTypeRequestSchema: GenMessage<UpdateEventTypeRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 12);
+  messageDesc(file_webhooks_v1_event_service, 14);
 
 /**
  * @generated from message webhooks.v1.UpdateEventTypeResponse
@@ -456,7 +501,7 @@ export type UpdateEventTypeResponse = Message<"webhooks.v1.UpdateEventTypeRespon
  * Use `create(UpdateEventTypeResponseSchema)` to create a new message.
  */
 export const UpdateEventTypeResponseSchema: GenMessage<UpdateEventTypeResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 13);
+  messageDesc(file_webhooks_v1_event_service, 15);
 
 /**
  * @generated from message webhooks.v1.ListEventTypesRequest
@@ -469,7 +514,7 @@ export type ListEventTypesRequest = Message<"webhooks.v1.ListEventTypesRequest">
  * Use `create(ListEventTypesRequestSchema)` to create a new message.
  */
 export const ListEventTypesRequestSchema: GenMessage<ListEventTypesRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 14);
+  messageDesc(file_webhooks_v1_event_service, 16);
 
 /**
  * @generated from message webhooks.v1.ListEventTypesResponse
@@ -486,7 +531,7 @@ export type ListEventTypesResponse = Message<"webhooks.v1.ListEventTypesResponse
  * Use `create(ListEventTypesResponseSchema)` to create a new message.
  */
 export const ListEventTypesResponseSchema: GenMessage<ListEventTypesResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 15);
+  messageDesc(file_webhooks_v1_event_service, 17);
 
 /**
  * For internal services: publishing events and managing event types.
@@ -562,6 +607,18 @@ export const EventService: GenService<{
     methodKind: "unary";
     input: typeof GetDeliveryDashboardRequestSchema;
     output: typeof GetDeliveryDashboardResponseSchema;
+  },
+  /**
+   * Delivery figures over the last hour (per minute), day or week (per
+   * hour), from the store: every instance's, surviving restarts. Every
+   * client's, or one client's (`client_id`).
+   *
+   * @generated from rpc webhooks.v1.EventService.GetDeliveryStats
+   */
+  getDeliveryStats: {
+    methodKind: "unary";
+    input: typeof GetDeliveryStatsRequestSchema;
+    output: typeof GetDeliveryStatsResponseSchema;
   },
   /**
    * DeliveryService.WatchDeliveries for every client, or for one.
