@@ -10,6 +10,7 @@ import type { SqlPool } from "../../src/store/postgres/sql-pool.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
 import { embeddedDataDir, planOf, storeTargets } from "../helpers/stores.js";
 import { limitsContract } from "./limits-contract.js";
+import { statsContract } from "./stats-contract.js";
 import { storeContract } from "./store-contract.js";
 
 const log = pino({ level: "silent" });
@@ -34,6 +35,7 @@ for (const target of storeTargets()) {
   });
   storeContract(test, target.name, () => ready);
   limitsContract(test, target.name, () => ready);
+  statsContract(test, target.name, () => ready);
 }
 
 // A store that can't run here is reported as skipped, by the variable that enables it.
