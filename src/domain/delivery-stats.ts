@@ -35,6 +35,12 @@ export type StatsRange = keyof typeof STATS_RANGES;
 export const MINUTE_ROWS_KEPT_MS = 86_400_000;
 export const MIN_HOUR_ROWS_KEPT_MS = 7 * 86_400_000;
 
+/** The start of the step of `step` that `at` falls in. */
+export function stepStart(at: Date, step: StatsStep): Date {
+  const ms = STEP_SECONDS[step] * 1000;
+  return new Date(Math.floor(at.getTime() / ms) * ms);
+}
+
 /** A range as asked for ("" is the last hour). */
 export function statsRangeOf(text: string): StatsRange {
   if (text === "") return "1h";
@@ -56,12 +62,23 @@ export interface StatsCounts {
   latencyAtMost: number[];
 }
 
-/** One step of one endpoint: the rows of every instance, summed. */
-export interface StatsCell extends StatsCounts {
+/** A step of the range: every endpoint's rows summed. */
+export interface StepCounts extends StatsCounts {
   start: Date;
+}
+
+/** An endpoint over the range: its rows summed, and its attempts at each step it has rows in. */
+export interface EndpointCounts extends StatsCounts {
   clientId: string;
   /** As endpoint.ts names it: the client and the URL origin. */
   endpoint: string;
+  perStep: Array<{ start: Date; attempts: number; failedAttempts: number }>;
+}
+
+/** A range's rows, summed by step and by endpoint (steps and endpoints without rows are left out). */
+export interface StatsRead {
+  steps: StepCounts[];
+  endpoints: EndpointCounts[];
 }
 
 export interface StatsQuery {
@@ -80,14 +97,21 @@ export interface FailingSubscription {
   failingSince: Date;
 }
 
-/** Where the counts are kept; written by the job store, read and purged here. */
+/** Where the counts are kept; written by the job store, read and kept in shape here. */
 export interface DeliveryStatsStore {
-  cells(query: StatsQuery): Promise<StatsCell[]>;
+  read(query: StatsQuery): Promise<StatsRead>;
   failing(clientId?: string): Promise<FailingSubscription[]>;
   /** Notifications not yet delivered nor failed for good (every instance's). */
   pending(clientId?: string): Promise<number>;
   /** Deletes rows of `step` starting before `before`; answers how many. */
   purge(step: StatsStep, before: Date): Promise<number>;
+  /**
+   * Merges the rows of each step of `step` that started before `before`
+   * into one per endpoint, where a store keeps several (one per writer) so
+   * that writers never wait for each other: a range then reads one row per
+   * step and endpoint.
+   */
+  merge(step: StatsStep, before: Date): Promise<void>;
 }
 
 export interface StatsPoint extends Omit<StatsCounts, "latencyAtMost"> {
@@ -143,17 +167,19 @@ export function latencyQuantile(latencyAtMost: readonly number[], attempts: numb
   return lowerBound;
 }
 
-function emptyCounts(): StatsCounts {
+export function emptyCounts(): StatsCounts {
   return { accepted: 0, delivered: 0, failed: 0, attempts: 0, failedAttempts: 0, latencyAtMost: LATENCY_BOUNDS_MS.map(() => 0) };
 }
 
-function add(into: StatsCounts, cell: StatsCounts): void {
-  into.accepted += cell.accepted;
-  into.delivered += cell.delivered;
-  into.failed += cell.failed;
-  into.attempts += cell.attempts;
-  into.failedAttempts += cell.failedAttempts;
-  for (const [i, count] of cell.latencyAtMost.entries()) into.latencyAtMost[i] = (into.latencyAtMost[i] ?? 0) + count;
+/** Adds `counts` into `into`, and answers it. */
+export function addCounts<T extends StatsCounts>(into: T, counts: StatsCounts): T {
+  into.accepted += counts.accepted;
+  into.delivered += counts.delivered;
+  into.failed += counts.failed;
+  into.attempts += counts.attempts;
+  into.failedAttempts += counts.failedAttempts;
+  for (const [i, count] of counts.latencyAtMost.entries()) into.latencyAtMost[i] = (into.latencyAtMost[i] ?? 0) + count;
+  return into;
 }
 
 function pointOf(start: Date, counts: StatsCounts): StatsPoint {
@@ -198,14 +224,21 @@ export class DeliveryStats {
     const from = to - spanMs;
     const steps = spanMs / stepMs;
     const query: StatsQuery = { step, from: new Date(from), to: new Date(to), ...(clientId === undefined ? {} : { clientId }) };
-    const [cells, failing, pending] = await Promise.all([
-      this.store.cells(query),
+    const [read, failing, pending] = await Promise.all([
+      this.store.read(query),
       this.store.failing(clientId),
       this.store.pending(clientId),
     ]);
+    const stepOf = (start: Date) => Math.floor((start.getTime() - from) / stepMs);
 
     const byStep = Array.from({ length: steps }, emptyCounts);
     const total = emptyCounts();
+    for (const step of read.steps) {
+      const point = byStep[stepOf(step.start)];
+      if (!point) continue;
+      addCounts(point, step);
+      addCounts(total, step);
+    }
     const byEndpoint = new Map<string, { clientId: string; counts: StatsCounts; attempts: number[]; failed: number[] }>();
     const endpointEntry = (endpoint: string, owner: string) => {
       let entry = byEndpoint.get(endpoint);
@@ -215,16 +248,15 @@ export class DeliveryStats {
       }
       return entry;
     };
-    for (const cell of cells) {
-      const index = Math.floor((cell.start.getTime() - from) / stepMs);
-      const point = byStep[index];
-      if (!point) continue;
-      add(point, cell);
-      add(total, cell);
-      const entry = endpointEntry(cell.endpoint, cell.clientId);
-      add(entry.counts, cell);
-      entry.attempts[index] = (entry.attempts[index] ?? 0) + cell.attempts;
-      entry.failed[index] = (entry.failed[index] ?? 0) + cell.failedAttempts;
+    for (const endpoint of read.endpoints) {
+      const entry = endpointEntry(endpoint.endpoint, endpoint.clientId);
+      addCounts(entry.counts, endpoint);
+      for (const step of endpoint.perStep) {
+        const index = stepOf(step.start);
+        if (index < 0 || index >= steps) continue;
+        entry.attempts[index] = (entry.attempts[index] ?? 0) + step.attempts;
+        entry.failed[index] = (entry.failed[index] ?? 0) + step.failedAttempts;
+      }
     }
     const failingSince = new Map<string, Date>();
     for (const subscription of failing) {

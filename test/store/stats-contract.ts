@@ -69,14 +69,9 @@ export function statsContract(test: TestFn, name: string, open: () => Promise<Co
     await recordThroughJob(jobs, attemptOf(c, 1, at(7, 40), 70000, false), "failed");
     t.is(await stats.pending(client.id), 0);
 
-    const cells = await stats.cells({ step: "minute", from: at(0), to: at(60), clientId: client.id });
-    const fastEndpoint = endpointOf(client.id, fast.url);
-    const flakyEndpoint = endpointOf(client.id, flaky.url);
-    const sorted = cells
-      .map(({ start, endpoint, ...counts }) => ({ minute: start.getUTCMinutes(), endpoint, ...counts }))
-      .sort((x, y) => x.minute - y.minute || x.endpoint.localeCompare(y.endpoint));
-    const row = (accepted: number, delivered: number, failed: number, durations: number[], failedAttempts: number) => ({
-      clientId: client.id,
+    const minutes = { step: "minute", from: at(0), to: at(60), clientId: client.id } as const;
+    const read = await stats.read(minutes);
+    const counts = (accepted: number, delivered: number, failed: number, durations: number[], failedAttempts: number) => ({
       accepted,
       delivered,
       failed,
@@ -84,18 +79,62 @@ export function statsContract(test: TestFn, name: string, open: () => Promise<Co
       failedAttempts,
       latencyAtMost: atMost(...durations),
     });
-    t.deepEqual(sorted, [
-      { minute: 5, endpoint: fastEndpoint, ...row(2, 1, 0, [20, 300], 1) },
-      { minute: 6, endpoint: flakyEndpoint, ...row(1, 0, 0, [], 0) },
-      { minute: 7, endpoint: fastEndpoint, ...row(0, 1, 0, [40], 0) },
-      { minute: 7, endpoint: flakyEndpoint, ...row(0, 0, 1, [6000, 70000], 2) },
-    ]);
-    const hours = await stats.cells({ step: "hour", from: at(0), to: at(60), clientId: client.id });
-    t.deepEqual(hours.map((cell) => [cell.start.toISOString(), cell.endpoint, cell.accepted, cell.attempts]).sort(), [
-      [at(0).toISOString(), fastEndpoint, 2, 3],
-      [at(0).toISOString(), flakyEndpoint, 1, 2],
-    ]);
-    t.deepEqual(await stats.cells({ step: "minute", from: at(0), to: at(60), clientId: newId("cli") }), [], "another client's are apart");
+    t.deepEqual(
+      read.steps.sort((x, y) => x.start.getTime() - y.start.getTime()),
+      [
+        { start: at(5), ...counts(2, 1, 0, [20, 300], 1) },
+        { start: at(6), ...counts(1, 0, 0, [], 0) },
+        { start: at(7), ...counts(0, 1, 1, [40, 6000, 70000], 2) },
+      ],
+    );
+    const fastEndpoint = endpointOf(client.id, fast.url);
+    const flakyEndpoint = endpointOf(client.id, flaky.url);
+    t.deepEqual(
+      read.endpoints
+        .map((endpoint) => ({ ...endpoint, perStep: endpoint.perStep.sort((x, y) => x.start.getTime() - y.start.getTime()) }))
+        .sort((x, y) => x.endpoint.localeCompare(y.endpoint)),
+      [
+        {
+          endpoint: fastEndpoint,
+          clientId: client.id,
+          ...counts(2, 2, 0, [20, 300, 40], 1),
+          perStep: [
+            { start: at(5), attempts: 2, failedAttempts: 1 },
+            { start: at(7), attempts: 1, failedAttempts: 0 },
+          ],
+        },
+        {
+          endpoint: flakyEndpoint,
+          clientId: client.id,
+          ...counts(1, 0, 1, [6000, 70000], 2),
+          perStep: [
+            { start: at(6), attempts: 0, failedAttempts: 0 },
+            { start: at(7), attempts: 2, failedAttempts: 2 },
+          ],
+        },
+      ].sort((x, y) => x.endpoint.localeCompare(y.endpoint)),
+    );
+    const hours = await stats.read({ ...minutes, step: "hour" });
+    t.deepEqual(
+      hours.steps.map((step) => [step.start.toISOString(), step.accepted, step.attempts]),
+      [[at(0).toISOString(), 3, 5]],
+    );
+    t.deepEqual(await stats.read({ ...minutes, clientId: newId("cli") }), { steps: [], endpoints: [] }, "another client's are apart");
+
+    // Merging the rows of steps that are over changes no figure.
+    await stats.merge("minute", at(60));
+    await stats.merge("hour", at(60));
+    const sortedRead = async (step: "minute" | "hour") => {
+      const again = await stats.read({ ...minutes, step });
+      return {
+        steps: again.steps.sort((x, y) => x.start.getTime() - y.start.getTime()),
+        endpoints: again.endpoints
+          .map((endpoint) => ({ ...endpoint, perStep: endpoint.perStep.sort((x, y) => x.start.getTime() - y.start.getTime()) }))
+          .sort((x, y) => x.endpoint.localeCompare(y.endpoint)),
+      };
+    };
+    t.deepEqual((await sortedRead("minute")).steps, read.steps);
+    t.deepEqual((await sortedRead("hour")).steps, hours.steps);
 
     // The report over that hour: the flaky endpoint first, failing since its streak began.
     await subscriptions.markFailing(flaky.id, at(7, 30));
@@ -132,11 +171,11 @@ export function statsContract(test: TestFn, name: string, open: () => Promise<Co
         now: () => now,
       }).round();
     await round(new Date(purgedAt(0).getTime() + 86_400_000 - 60_000));
-    t.is((await stats.cells({ ...query, step: "minute" })).length, 1, "a minute row is kept for a day");
+    t.is((await stats.read({ ...query, step: "minute" })).steps.length, 1, "a minute row is kept for a day");
     await round(new Date(purgedAt(0).getTime() + 86_400_000 + 60_000 * 2));
-    t.deepEqual(await stats.cells({ ...query, step: "minute" }), []);
-    t.is((await stats.cells({ ...query, step: "hour" })).length, 1, "the hour row stays");
+    t.deepEqual((await stats.read({ ...query, step: "minute" })).steps, []);
+    t.is((await stats.read({ ...query, step: "hour" })).steps.length, 1, "the hour row stays");
     await round(new Date(purgedAt(0).getTime() + MIN_HOUR_ROWS_KEPT_MS + 3_600_000 + 1));
-    t.deepEqual(await stats.cells({ ...query, step: "hour" }), []);
+    t.deepEqual((await stats.read({ ...query, step: "hour" })).steps, []);
   });
 }

@@ -1,12 +1,17 @@
 import type { AnyBulkWriteOperation, Collection, Db, Document } from "mongodb";
 import {
+  addCounts,
   type DeliveryStatsStore,
+  type EndpointCounts,
+  emptyCounts,
   type FailingSubscription,
   LATENCY_BOUNDS_MS,
   STEP_SECONDS,
-  type StatsCell,
+  type StatsCounts,
   type StatsQuery,
+  type StatsRead,
   type StatsStep,
+  stepStart,
 } from "../../domain/delivery-stats.js";
 import type { DeliveryAttempt, NotificationStatus } from "../../domain/model.js";
 import { collections, isString } from "./documents.js";
@@ -29,16 +34,11 @@ export function statsCollection(db: Db): Collection<StatsDoc> {
   return db.collection<StatsDoc>(DELIVERY_STATS);
 }
 
-function stepStart(at: Date, seconds: number): Date {
-  const ms = seconds * 1000;
-  return new Date(Math.floor(at.getTime() / ms) * ms);
-}
-
 /** The upserts adding `counts` at `at` to an endpoint's minute and hour documents. */
 function increments(at: Date, endpoint: string, clientId: string, counts: Record<string, number>): AnyBulkWriteOperation<StatsDoc>[] {
-  return Object.values(STEP_SECONDS).map((step) => ({
+  return (Object.keys(STEP_SECONDS) as StatsStep[]).map((step) => ({
     updateOne: {
-      filter: { step, start: stepStart(at, step), endpoint },
+      filter: { step: STEP_SECONDS[step], start: stepStart(at, step), endpoint },
       update: { $inc: counts, $setOnInsert: { clientId } },
       upsert: true,
     },
@@ -53,7 +53,7 @@ export async function countAccepted(
   if (accepted.length === 0) return;
   const groups = new Map<string, { endpoint: string; clientId: string; at: Date; count: number }>();
   for (const one of accepted) {
-    const key = `${stepStart(one.createdAt, STEP_SECONDS.minute).getTime()} ${one.endpoint}`;
+    const key = `${stepStart(one.createdAt, "minute").getTime()} ${one.endpoint}`;
     const group = groups.get(key) ?? { endpoint: one.endpoint, clientId: one.clientId, at: one.createdAt, count: 0 };
     group.count++;
     groups.set(key, group);
@@ -88,28 +88,37 @@ export class MongoDeliveryStatsStore implements DeliveryStatsStore {
     this.#stats = statsCollection(db);
   }
 
-  async cells(query: StatsQuery): Promise<StatsCell[]> {
+  /** Summed per step and endpoint by the database, then per step and per endpoint here. */
+  async read(query: StatsQuery): Promise<StatsRead> {
     if (query.clientId !== undefined && !isString(query.clientId)) throw new TypeError("clientId must be a string");
     const match: Record<string, unknown> = { step: STEP_SECONDS[query.step], start: { $gte: query.from, $lt: query.to } };
     if (query.clientId !== undefined) match.clientId = query.clientId;
     const sums = Object.fromEntries(COUNT_FIELDS.map((field) => [field, { $sum: { $ifNull: [`$${field}`, 0] } }]));
-    const groups = await this.#stats
+    const cells = await this.#stats
       .aggregate<Record<string, number> & { _id: { start: Date; endpoint: string }; clientId: string }>([
         { $match: match },
         { $group: { _id: { start: "$start", endpoint: "$endpoint" }, clientId: { $first: "$clientId" }, ...sums } },
       ])
       .toArray();
-    return groups.map((group) => ({
-      start: group._id.start,
-      endpoint: group._id.endpoint,
-      clientId: group.clientId,
-      accepted: group.accepted ?? 0,
-      delivered: group.delivered ?? 0,
-      failed: group.failed ?? 0,
-      attempts: group.attempts ?? 0,
-      failedAttempts: group.failedAttempts ?? 0,
-      latencyAtMost: LATENCY_FIELDS.map((field) => group[field] ?? 0),
-    }));
+    const steps = new Map<number, StatsCounts & { start: Date }>();
+    const endpoints = new Map<string, EndpointCounts>();
+    for (const cell of cells) {
+      const counts: StatsCounts = {
+        accepted: cell.accepted ?? 0,
+        delivered: cell.delivered ?? 0,
+        failed: cell.failed ?? 0,
+        attempts: cell.attempts ?? 0,
+        failedAttempts: cell.failedAttempts ?? 0,
+        latencyAtMost: LATENCY_FIELDS.map((field) => cell[field] ?? 0),
+      };
+      const { start, endpoint } = cell._id;
+      const step = steps.get(start.getTime()) ?? { start, ...emptyCounts() };
+      steps.set(start.getTime(), addCounts(step, counts));
+      const health = endpoints.get(endpoint) ?? { endpoint, clientId: cell.clientId, perStep: [], ...emptyCounts() };
+      health.perStep.push({ start, attempts: counts.attempts, failedAttempts: counts.failedAttempts });
+      endpoints.set(endpoint, addCounts(health, counts));
+    }
+    return { steps: [...steps.values()], endpoints: [...endpoints.values()] };
   }
 
   async failing(clientId?: string): Promise<FailingSubscription[]> {
@@ -126,6 +135,9 @@ export class MongoDeliveryStatsStore implements DeliveryStatsStore {
     if (clientId !== undefined) filter.clientId = clientId;
     return collections(this.db).notifications.countDocuments(filter);
   }
+
+  /** Nothing to merge: writers share documents (`$inc` makes them wait for no one). */
+  async merge(): Promise<void> {}
 
   async purge(step: StatsStep, before: Date): Promise<number> {
     const { deletedCount } = await this.#stats.deleteMany({ step: STEP_SECONDS[step], start: { $lt: before } });

@@ -3,8 +3,9 @@ import {
   type FailingSubscription,
   LATENCY_BOUNDS_MS,
   STEP_SECONDS,
-  type StatsCell,
+  type StatsCounts,
   type StatsQuery,
+  type StatsRead,
   type StatsStep,
 } from "../../domain/delivery-stats.js";
 import type { SqlPool } from "./sql-pool.js";
@@ -63,39 +64,87 @@ export function countAttempts(writer: string): string {
   )`;
 }
 
-const SUMS = ["accepted", "delivered", "failed", "attempts", "failed_attempts", ...LATENCY_COLUMNS]
-  .map((column) => `sum(${column})::float8 AS ${column}`)
-  .join(", ");
+const COUNTS = ["accepted", "delivered", "failed", "attempts", "failed_attempts", ...LATENCY_COLUMNS];
+const sums = (as: (column: string) => string) => COUNTS.map((column) => `sum(${column})${as(column)}`).join(", ");
 
-/** Every instance's rows of a step between $2 and $3, summed per step and endpoint; the second for client $4 alone. */
-const CELLS = `SELECT start, endpoint, min(client_id) AS client_id, ${SUMS} FROM wh_delivery_stats
-  WHERE step = $1 AND start >= $2 AND start < $3 GROUP BY start, endpoint`;
-const CLIENT_CELLS = `SELECT start, endpoint, min(client_id) AS client_id, ${SUMS} FROM wh_delivery_stats
-  WHERE client_id = $4 AND step = $1 AND start >= $2 AND start < $3 GROUP BY start, endpoint`;
+/**
+ * A range's rows ($1 step, from $2 to $3; the client's alone where `client`),
+ * summed per step (rows with `start`) and per endpoint (rows with
+ * `endpoint`, with the start, attempts and failed attempts of each of its
+ * rows as arrays, for its attempts per step: one aggregate node feeds its
+ * arrays the same rows in the same order, and without an ORDER BY it can
+ * hash rather than sort). Sums are taken in float8: numeric sums of bigint
+ * take ten times as long.
+ */
+export function readStatement(client: boolean): string {
+  const range = `${client ? "client_id = $4 AND " : ""}step = $1 AND start >= $2 AND start < $3`;
+  const floatSums = COUNTS.map((column) => `sum(${column}::float8) AS ${column}`).join(", ");
+  return `
+  SELECT start, NULL AS endpoint, NULL AS client_id, ${floatSums},
+         NULL::float8[] AS step_starts, NULL::float8[] AS step_attempts, NULL::float8[] AS step_failed_attempts
+  FROM wh_delivery_stats WHERE ${range} GROUP BY start
+  UNION ALL
+  SELECT NULL, endpoint, min(client_id), ${floatSums},
+         array_agg(extract(epoch FROM start)::float8 * 1000), array_agg(attempts::float8), array_agg(failed_attempts::float8)
+  FROM wh_delivery_stats WHERE ${range} GROUP BY endpoint`;
+}
 
-type CellRow = { start: Date; endpoint: string; client_id: string; failed_attempts: number } & Record<string, number>;
+/**
+ * Every writer's rows of the steps of $1 that started before $2 merged into
+ * one of writer '' per step and endpoint. Each row is deleted once, by
+ * whichever instance gets to it: two merging at once add each row once.
+ */
+const MERGE = `
+  WITH taken AS (
+    DELETE FROM wh_delivery_stats WHERE step = $1 AND start < $2 AND writer <> '' RETURNING *
+  )
+  INSERT INTO wh_delivery_stats AS s (step, start, endpoint, writer, client_id, ${COUNTS.join(", ")})
+  SELECT step, start, endpoint, '', min(client_id), ${sums(() => "")}
+  FROM taken GROUP BY step, start, endpoint ORDER BY step, start, endpoint
+  ON CONFLICT (step, start, endpoint, writer) DO UPDATE SET ${ADDED(COUNTS)}`;
+
+type ReadRow = { start: Date | null; endpoint: string | null; client_id: string | null; failed_attempts: number } & Record<
+  string,
+  number
+> & { step_starts: number[] | null; step_attempts: number[] | null; step_failed_attempts: number[] | null };
+
+function countsOf(row: ReadRow): StatsCounts {
+  return {
+    accepted: row.accepted ?? 0,
+    delivered: row.delivered ?? 0,
+    failed: row.failed ?? 0,
+    attempts: row.attempts ?? 0,
+    failedAttempts: row.failed_attempts ?? 0,
+    latencyAtMost: LATENCY_COLUMNS.map((column) => row[column] ?? 0),
+  };
+}
 
 export class PostgresDeliveryStatsStore implements DeliveryStatsStore {
   constructor(private readonly pool: SqlPool) {}
 
-  async cells(query: StatsQuery): Promise<StatsCell[]> {
+  async read(query: StatsQuery): Promise<StatsRead> {
     const values: unknown[] = [STEP_SECONDS[query.step], query.from, query.to];
-    const { rows } = await this.pool.query<CellRow>(
+    const { rows } = await this.pool.query<ReadRow>(
       query.clientId === undefined
-        ? { name: "wh-stats-cells", text: CELLS, values }
-        : { name: "wh-stats-client-cells", text: CLIENT_CELLS, values: [...values, query.clientId] },
+        ? { name: "wh-stats-read", text: readStatement(false), values }
+        : { name: "wh-stats-read-client", text: readStatement(true), values: [...values, query.clientId] },
     );
-    return rows.map((row) => ({
-      start: row.start,
-      endpoint: row.endpoint,
-      clientId: row.client_id,
-      accepted: row.accepted ?? 0,
-      delivered: row.delivered ?? 0,
-      failed: row.failed ?? 0,
-      attempts: row.attempts ?? 0,
-      failedAttempts: row.failed_attempts,
-      latencyAtMost: LATENCY_COLUMNS.map((column) => row[column] ?? 0),
-    }));
+    const read: StatsRead = { steps: [], endpoints: [] };
+    for (const row of rows) {
+      if (row.start) read.steps.push({ start: row.start, ...countsOf(row) });
+      else if (row.endpoint !== null && row.client_id !== null) {
+        // A step not merged yet has a row per writer.
+        const perStep = new Map<number, { start: Date; attempts: number; failedAttempts: number }>();
+        for (const [i, ms] of (row.step_starts ?? []).entries()) {
+          const step = perStep.get(ms) ?? { start: new Date(ms), attempts: 0, failedAttempts: 0 };
+          step.attempts += row.step_attempts?.[i] ?? 0;
+          step.failedAttempts += row.step_failed_attempts?.[i] ?? 0;
+          perStep.set(ms, step);
+        }
+        read.endpoints.push({ endpoint: row.endpoint, clientId: row.client_id, ...countsOf(row), perStep: [...perStep.values()] });
+      }
+    }
+    return read;
   }
 
   async failing(clientId?: string): Promise<FailingSubscription[]> {
@@ -115,6 +164,10 @@ export class PostgresDeliveryStatsStore implements DeliveryStatsStore {
       clientId === undefined ? [] : [clientId],
     );
     return rows[0]?.pending ?? 0;
+  }
+
+  async merge(step: StatsStep, before: Date): Promise<void> {
+    await this.pool.query({ name: "wh-stats-merge", text: MERGE, values: [STEP_SECONDS[step], before] });
   }
 
   async purge(step: StatsStep, before: Date): Promise<number> {

@@ -132,7 +132,8 @@ export const MIGRATIONS: readonly string[] = [
   "ALTER TABLE wh_subscriptions ADD COLUMN sealed_headers text, ADD COLUMN payload_filter jsonb",
   // Delivery statistics (domain/delivery-stats.ts, written by job-statements.ts): per endpoint, a row per minute and
   // per hour (step, in seconds) for each writer (one instance's accepting, or its attempts), so that no two statements
-  // that run together wait for one row. le_N counts the attempts that took at most N ms. Counts are updated in place:
+  // that run together wait for one row; once a step is over, its rows are merged into one of writer '' (the partial
+  // index finds those left to merge). le_N counts the attempts that took at most N ms. Counts are updated in place:
   // HOT updates need room on the page.
   `CREATE TABLE wh_delivery_stats (
      step integer NOT NULL,
@@ -152,7 +153,8 @@ export const MIGRATIONS: readonly string[] = [
      le_30000 bigint NOT NULL DEFAULT 0, le_60000 bigint NOT NULL DEFAULT 0,
      PRIMARY KEY (step, start, endpoint, writer)
    ) WITH (fillfactor = 50);
-   CREATE INDEX wh_delivery_stats_client_idx ON wh_delivery_stats (client_id, step, start);`,
+   CREATE INDEX wh_delivery_stats_client_idx ON wh_delivery_stats (client_id, step, start);
+   CREATE INDEX wh_delivery_stats_unmerged_idx ON wh_delivery_stats (step, start) WHERE writer <> '';`,
 ];
 
 /** Brings the schema up to date; `migrations` other than all of them only to build an older schema in a test. */
