@@ -6,15 +6,22 @@
  * wh_delivery_stats with the rows those attempts leave (the table the
  * reads use), merges the rows of the steps that are over as the service
  * does, reads each range 30 times through the service's own store code and
- * settings, prints the median and slowest, and drops the database.
+ * settings, prints the wall-clock median and slowest and the CPU time each
+ * read costs PostgreSQL's server process (from /proc, when the server runs
+ * on this machine) and this process, and drops the database. On a busy
+ * machine the wall clock measures the machine; the CPU times do not.
  *
  * The traffic: 10 million attempts and 8 million notifications over the
  * last 7 days, evenly over 200 endpoints (50 clients with 4 origins each)
  * and two instances, every minute of the last day and every hour of the
  * week busy (the most rows those attempts can make); 20 % of attempts fail.
  */
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
+import { promisify } from "node:util";
 import pg from "pg";
 import { DeliveryStats, LATENCY_BOUNDS_MS, type StatsRange, stepStart } from "../src/domain/delivery-stats.js";
 import { STABLE_PLANS, withSettings } from "../src/store/open-store.js";
@@ -55,13 +62,28 @@ async function fill(pool: pg.Pool, step: number, from: Date, to: Date, attemptsP
   return rowCount ?? 0;
 }
 
+/**
+ * The CPU time (user and system) PostgreSQL's server process `pid` has used,
+ * from /proc when the server runs on this machine: unlike the wall clock,
+ * it does not grow with what else the machine runs.
+ */
+async function serverCpu(pid: number | undefined): Promise<() => number> {
+  const path = `/proc/${pid}/stat`;
+  if (pid === undefined || !existsSync(path)) return () => Number.NaN;
+  const ticksPerMs = Number((await promisify(execFile)("getconf", ["CLK_TCK"])).stdout) / 1000;
+  return () => {
+    const fields = readFileSync(path, "utf8").split(") ")[1]?.split(" ") ?? [];
+    return (Number(fields[11]) + Number(fields[12])) / ticksPerMs;
+  };
+}
+
 const name = `wh_stats_bench_${randomBytes(4).toString("hex")}`;
 const admin = new pg.Client({ connectionString: adminUrl });
 await admin.connect();
 await admin.query(`CREATE DATABASE ${name}`);
 const url = new URL(adminUrl);
 url.pathname = `/${name}`;
-const pool = new pg.Pool({ ...withSettings(url.toString(), STABLE_PLANS), max: 4 });
+const pool = new pg.Pool({ ...withSettings(url.toString(), STABLE_PLANS), max: 1 });
 // Dropping the database ends the pool's last connections from the server's side.
 pool.on("error", () => {});
 try {
@@ -97,24 +119,42 @@ try {
   const clients = new PostgresClientStore(pool);
   await pool.query("INSERT INTO wh_clients (id, name, created_at) VALUES ('cli_1', 'bench', now())");
   const stats = new DeliveryStats(statsStore, clients);
+  // One connection: its server process is the one whose CPU time a read costs.
+  const { rows: backend } = await pool.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+  const serverCpuMs = await serverCpu(backend[0]?.pid);
   for (const [range, clientId] of [
     ["1h", undefined],
     ["24h", undefined],
     ["7d", undefined],
     ["7d", "cli_1"],
   ] as Array<[StatsRange, string | undefined]>) {
+    await stats.report(range, clientId);
     const times: number[] = [];
+    const serverBefore = serverCpuMs();
+    const ownBefore = process.cpuUsage();
     for (let run = 0; run < RUNS; run++) {
       const started = performance.now();
       const report = await stats.report(range, clientId);
       times.push(performance.now() - started);
       if (run === 0 && report.endpoints.length !== (clientId ? ORIGINS_PER_CLIENT : endpoints)) throw new Error("wrong endpoints");
     }
+    const own = process.cpuUsage(ownBefore);
+    const server = serverCpuMs() - serverBefore;
     const who = clientId ? `client ${clientId}` : "every client";
-    console.log(`${range.padEnd(3)} ${who.padEnd(12)} median ${median(times).toFixed(1)} ms, slowest ${Math.max(...times).toFixed(1)} ms`);
+    console.log(
+      `${range.padEnd(3)} ${who.padEnd(12)} wall median ${median(times).toFixed(1)} ms (slowest ${Math.max(...times).toFixed(1)}); ` +
+        `CPU per read: PostgreSQL ${(server / RUNS).toFixed(1)} ms, service ${((own.user + own.system) / 1000 / RUNS).toFixed(1)} ms`,
+    );
   }
+  console.log(
+    `load average ${loadavg()
+      .map((load) => load.toFixed(1))
+      .join(" ")} on ${cpus().length} CPUs`,
+  );
 } finally {
   await pool.end();
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  // BENCH_KEEP=1 keeps it, to look at the plans (drop it afterwards).
+  if (process.env.BENCH_KEEP === "1") console.log(`kept database ${name}`);
+  else await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await admin.end();
 }

@@ -67,8 +67,11 @@ export interface StepCounts extends StatsCounts {
   start: Date;
 }
 
-/** An endpoint over the range: its rows summed, and its attempts at each step it has rows in. */
-export interface EndpointCounts extends StatsCounts {
+/** What an endpoint's health is judged by. */
+export type AttemptCounts = Pick<StatsCounts, "attempts" | "failedAttempts" | "latencyAtMost">;
+
+/** An endpoint over the range: its attempts summed, and its attempts at each step it has rows in. */
+export interface EndpointCounts extends AttemptCounts {
   clientId: string;
   /** As endpoint.ts names it: the client and the URL origin. */
   endpoint: string;
@@ -176,6 +179,11 @@ export function addCounts<T extends StatsCounts>(into: T, counts: StatsCounts): 
   into.accepted += counts.accepted;
   into.delivered += counts.delivered;
   into.failed += counts.failed;
+  return addAttempts(into, counts);
+}
+
+/** Adds the attempts of `counts` into `into`, and answers it. */
+export function addAttempts<T extends AttemptCounts>(into: T, counts: AttemptCounts): T {
   into.attempts += counts.attempts;
   into.failedAttempts += counts.failedAttempts;
   for (const [i, count] of counts.latencyAtMost.entries()) into.latencyAtMost[i] = (into.latencyAtMost[i] ?? 0) + count;
@@ -239,7 +247,7 @@ export class DeliveryStats {
       addCounts(point, step);
       addCounts(total, step);
     }
-    const byEndpoint = new Map<string, { clientId: string; counts: StatsCounts; attempts: number[]; failed: number[] }>();
+    const byEndpoint = new Map<string, { clientId: string; counts: AttemptCounts; attempts: number[]; failed: number[] }>();
     const endpointEntry = (endpoint: string, owner: string) => {
       let entry = byEndpoint.get(endpoint);
       if (!entry) {
@@ -250,7 +258,7 @@ export class DeliveryStats {
     };
     for (const endpoint of read.endpoints) {
       const entry = endpointEntry(endpoint.endpoint, endpoint.clientId);
-      addCounts(entry.counts, endpoint);
+      addAttempts(entry.counts, endpoint);
       for (const step of endpoint.perStep) {
         const index = stepOf(step.start);
         if (index < 0 || index >= steps) continue;

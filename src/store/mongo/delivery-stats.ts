@@ -1,5 +1,6 @@
 import type { AnyBulkWriteOperation, Collection, Db, Document } from "mongodb";
 import {
+  addAttempts,
   addCounts,
   type DeliveryStatsStore,
   type EndpointCounts,
@@ -114,9 +115,10 @@ export class MongoDeliveryStatsStore implements DeliveryStatsStore {
       const { start, endpoint } = cell._id;
       const step = steps.get(start.getTime()) ?? { start, ...emptyCounts() };
       steps.set(start.getTime(), addCounts(step, counts));
-      const health = endpoints.get(endpoint) ?? { endpoint, clientId: cell.clientId, perStep: [], ...emptyCounts() };
+      const { attempts, failedAttempts, latencyAtMost } = emptyCounts();
+      const health = endpoints.get(endpoint) ?? { endpoint, clientId: cell.clientId, perStep: [], attempts, failedAttempts, latencyAtMost };
       health.perStep.push({ start, attempts: counts.attempts, failedAttempts: counts.failedAttempts });
-      endpoints.set(endpoint, addCounts(health, counts));
+      endpoints.set(endpoint, addAttempts(health, counts));
     }
     return { steps: [...steps.values()], endpoints: [...endpoints.values()] };
   }

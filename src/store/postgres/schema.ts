@@ -134,7 +134,7 @@ export const MIGRATIONS: readonly string[] = [
   // per hour (step, in seconds) for each writer (one instance's accepting, or its attempts), so that no two statements
   // that run together wait for one row; once a step is over, its rows are merged into one of writer '' (the partial
   // index finds those left to merge). le_N counts the attempts that took at most N ms. Counts are updated in place:
-  // HOT updates need room on the page.
+  // HOT updates need room on the page. And the subscriptions in a failure streak, for the endpoints' "failing since".
   `CREATE TABLE wh_delivery_stats (
      step integer NOT NULL,
      start timestamptz NOT NULL,
@@ -154,7 +154,8 @@ export const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (step, start, endpoint, writer)
    ) WITH (fillfactor = 50);
    CREATE INDEX wh_delivery_stats_client_idx ON wh_delivery_stats (client_id, step, start);
-   CREATE INDEX wh_delivery_stats_unmerged_idx ON wh_delivery_stats (step, start) WHERE writer <> '';`,
+   CREATE INDEX wh_delivery_stats_unmerged_idx ON wh_delivery_stats (step, start) WHERE writer <> '';
+   CREATE INDEX wh_subscriptions_failing_idx ON wh_subscriptions (client_id) WHERE failing_since IS NOT NULL;`,
 ];
 
 /** Brings the schema up to date; `migrations` other than all of them only to build an older schema in a test. */
