@@ -108,13 +108,13 @@ for (const target of storeTargets()) {
       let operator = await stats(base, "/api/internal/stats?range=1h", adminAuth);
       await until(async () => {
         operator = await stats(base, "/api/internal/stats?range=1h", adminAuth);
-        return totalsOf(operator).failed === 1 && totalsOf(operator).delivered === 5;
+        // On MongoDB a job is removed just after its last attempt is recorded (two writes): pending too.
+        return totalsOf(operator).failed === 1 && totalsOf(operator).delivered === 5 && count(operator.pending) === 0;
       }, "every notification to end");
       t.deepEqual(totalsOf(operator), expected);
       t.is(operator.range, "1h");
       t.is(operator.stepSeconds, 60);
       t.is(operator.points.length, 60);
-      t.is(count(operator.pending), 0);
       t.is(
         operator.points.reduce((sum, point) => sum + count(point.attempts), 0),
         11,
@@ -151,7 +151,7 @@ for (const target of storeTargets()) {
       );
       t.is(count(own.totals.accepted), 4);
       const asOperator = await stats(base, `/api/internal/stats?clientId=${first.id}`, adminAuth);
-      t.deepEqual(asOperator.totals, own.totals);
+      t.deepEqual(totalsOf(asOperator), totalsOf(own));
 
       // Bad input.
       const badRange = await rest(base, "GET", "/api/internal/stats?range=2h", undefined, adminAuth);
