@@ -1,6 +1,6 @@
 import { endpointOf } from "./endpoint.js";
 import { NotFoundError, ValidationError } from "./errors.js";
-import type { ClientStore } from "./ports.js";
+import type { Client } from "./model.js";
 
 /**
  * Delivery statistics, read from the store so that they cover every
@@ -209,7 +209,8 @@ function pointOf(start: Date, counts: StatsCounts): StatsPoint {
 export class DeliveryStats {
   constructor(
     private readonly store: DeliveryStatsStore,
-    private readonly clients: Pick<ClientStore, "get">,
+    /** The clients (ports.ts' ClientStore, which holds this module's port: named structurally, to import no circle). */
+    private readonly clients: { get(id: string): Promise<Client | undefined> },
     private readonly now: () => Date = () => new Date(),
   ) {}
 
