@@ -11,7 +11,7 @@ import { adminAuth, createClient } from "../helpers/admin.js";
 import { grpcCall } from "../helpers/grpc.js";
 import { Receiver } from "../helpers/receiver.js";
 import { ADMIN_TOKEN, rest, startTestService, type TestService } from "../helpers/service.js";
-import { storeTargets, testOn } from "../helpers/stores.js";
+import { sharedTargets, storeTargets, testOn } from "../helpers/stores.js";
 
 interface Point {
   accepted?: string;
@@ -211,4 +211,49 @@ for (const target of storeTargets()) {
       t.deepEqual(totalsOf(await stats(base, "/api/internal/stats?range=1h", adminAuth)), expected);
     },
   );
+}
+
+for (const target of sharedTargets(test, "two instances on one database count together")) {
+  test(`${target.name}: two instances on one database count together`, async (t) => {
+    const store = await target.create();
+    const first = await startTestService(store.env);
+    const second = await startTestService(store.env);
+    const receiver = await Receiver.start();
+    t.teardown(async () => {
+      await Promise.all([first.service.stop(), second.service.stop()]);
+      await receiver.close();
+      await store.cleanup();
+    });
+    t.is(
+      (await rest(first.baseUrl, "POST", "/api/internal/eventTypes", { name: "Stats.Shared", description: "a test event" }, adminAuth))
+        .status,
+      200,
+    );
+    const client = await createClient(first.baseUrl, "Stats shared");
+    const subscribed = await rest(
+      second.baseUrl,
+      "POST",
+      "/api/webhookSubscription",
+      { event: "Stats.Shared", url: receiver.url },
+      client.auth,
+    );
+    t.is(subscribed.status, 200, subscribed.text);
+    for (const [service, times] of [
+      [first, 2],
+      [second, 3],
+    ] as const) {
+      for (let i = 0; i < times; i++) {
+        const body = { clientId: client.id, event: "Stats.Shared", payload: {} };
+        t.is((await rest(service.baseUrl, "POST", "/api/internal/events/publish", body, adminAuth)).status, 200);
+      }
+    }
+    for (const service of [first, second]) {
+      await until(async () => {
+        const own = await stats(service.baseUrl, "/api/webhookSubscription/stats", client.auth);
+        return count(own.totals.accepted) === 5 && count(own.totals.delivered) === 5;
+      }, "both instances' notifications in either instance's figures");
+      const operator = await stats(service.baseUrl, `/api/internal/stats?clientId=${client.id}`, adminAuth);
+      t.is(count(operator.totals.attempts), 5, "each attempt counted once");
+    }
+  });
 }
