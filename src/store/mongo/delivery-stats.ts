@@ -46,16 +46,19 @@ function increments(at: Date, endpoint: string, clientId: string, counts: Record
   }));
 }
 
-/** Adds accepted notifications (each with its endpoint and creation time) to the statistics. */
+/**
+ * Adds accepted notifications to their endpoints' statistics, after they
+ * are stored: a failure here loses a count, never a notification.
+ */
 export async function countAccepted(
   stats: Collection<StatsDoc>,
-  accepted: ReadonlyArray<{ endpoint: string; clientId: string; createdAt: Date }>,
+  accepted: ReadonlyArray<{ endpoint: string; notification: { clientId: string; createdAt: Date } }>,
 ): Promise<void> {
   if (accepted.length === 0) return;
   const groups = new Map<string, { endpoint: string; clientId: string; at: Date; count: number }>();
-  for (const one of accepted) {
-    const key = `${stepStart(one.createdAt, "minute").getTime()} ${one.endpoint}`;
-    const group = groups.get(key) ?? { endpoint: one.endpoint, clientId: one.clientId, at: one.createdAt, count: 0 };
+  for (const { endpoint, notification } of accepted) {
+    const key = `${stepStart(notification.createdAt, "minute").getTime()} ${endpoint}`;
+    const group = groups.get(key) ?? { endpoint, clientId: notification.clientId, at: notification.createdAt, count: 0 };
     group.count++;
     groups.set(key, group);
   }

@@ -20,8 +20,8 @@ import {
   isDuplicateKey,
   isString,
   type NotificationDoc,
-  nextAttemptSeq,
   optional,
+  toAttemptDoc,
   toNotificationDoc,
 } from "./documents.js";
 import { toNotification } from "./notifications.js";
@@ -129,15 +129,7 @@ export class MongoJobStore implements JobStore {
     await this.#insertAll(
       deliveries.map((delivery) => ({ ...toNotificationDoc(delivery.notification), job: this.#newJob(delivery, now) })),
     );
-    await this.#countAccepted(deliveries);
-  }
-
-  /** After the notifications are stored: a failure here loses a count, never a notification. */
-  #countAccepted(deliveries: readonly NewDelivery[]): Promise<void> {
-    return countAccepted(
-      statsCollection(this.db),
-      deliveries.map(({ endpoint, notification }) => ({ endpoint, clientId: notification.clientId, createdAt: notification.createdAt })),
-    );
+    await countAccepted(statsCollection(this.db), deliveries);
   }
 
   async insertOnce(clientId: string, key: string, deliveries: readonly NewDelivery[]): Promise<{ ids: string[]; duplicate: boolean }> {
@@ -159,7 +151,7 @@ export class MongoJobStore implements JobStore {
     }
     if (ids.length > 0)
       await this.#notifications.updateMany({ _id: { $in: ids }, "job.lockedAt": null }, { $set: { "job.nextRunAt": new Date() } });
-    await this.#countAccepted(deliveries);
+    await countAccepted(statsCollection(this.db), deliveries);
     return { ids, duplicate: false };
   }
 
@@ -375,19 +367,7 @@ export class MongoJobStore implements JobStore {
   /** Appends the attempt and moves its notification to `status`. */
   async #record(a: DeliveryAttempt, status: NotificationStatus): Promise<void> {
     if (!isString(a.notificationId)) throw new TypeError("notificationId must be a string");
-    // Undefined would be stored as null (the driver's default), so absent fields are left out.
-    const { insertedId } = await this.#attempts.insertOne({
-      seq: nextAttemptSeq(),
-      notificationId: a.notificationId,
-      attempt: a.attempt,
-      startedAt: a.startedAt,
-      durationMs: a.durationMs,
-      ...optional("statusCode", a.statusCode),
-      // Same substitution as the SQL adapter (PostgreSQL text can't hold NUL), so both read back alike.
-      ...optional("responseBody", a.responseBody?.replaceAll("\u0000", "\uFFFD")),
-      ...optional("error", a.error),
-      succeeded: a.succeeded,
-    });
+    const { insertedId } = await this.#attempts.insertOne(toAttemptDoc(a));
     // $max keeps a replayed older attempt from lowering the count (SQL GREATEST).
     // A final status stays (as in SQL): only a pending notification moves.
     const before = await this.#notifications.findOneAndUpdate(
