@@ -14,7 +14,8 @@ import type { SqlPool } from "./sql-pool.js";
 /**
  * Delivery statistics in `wh_delivery_stats` (made by a migration,
  * schema.ts). The job store's statements count as they write
- * (job-statements.ts, through the CTEs below); this reads and purges.
+ * (job-statements.ts, through the CTEs below); this reads, merges and
+ * purges.
  */
 
 const LATENCY_COLUMNS = LATENCY_BOUNDS_MS.map((bound) => `le_${bound}`);
@@ -76,7 +77,7 @@ const sums = (as: (column: string) => string) => COUNTS.map((column) => `sum(${c
  * reads several times faster than arrays of numbers parse). Sums are taken
  * in float8: numeric sums of bigint take ten times as long.
  */
-export function readStatement(client: boolean): string {
+function readStatement(client: boolean): string {
   const range = `${client ? "client_id = $4 AND " : ""}step = $1 AND start >= $2 AND start < $3`;
   const sumsOf = (columns: readonly string[]) =>
     COUNTS.map((column) => `${columns.includes(column) ? `sum(${column}::float8)` : "NULL::float8"} AS ${column}`).join(", ");
@@ -94,10 +95,17 @@ export function readStatement(client: boolean): string {
  * Every writer's rows of the steps of $1 that started before $2 merged into
  * one of writer '' per step and endpoint. Each row is deleted once, by
  * whichever instance gets to it: two merging at once add each row once.
+ * Rows are locked in key order, as the writers lock theirs, so that a
+ * merge and a late writer never wait on each other in a circle.
  */
 const MERGE = `
-  WITH taken AS (
-    DELETE FROM wh_delivery_stats WHERE step = $1 AND start < $2 AND writer <> '' RETURNING *
+  WITH doomed AS MATERIALIZED (
+    SELECT step, start, endpoint, writer FROM wh_delivery_stats WHERE step = $1 AND start < $2 AND writer <> ''
+    ORDER BY step, start, endpoint, writer FOR UPDATE
+  ), taken AS (
+    DELETE FROM wh_delivery_stats AS s USING doomed AS d
+    WHERE s.step = d.step AND s.start = d.start AND s.endpoint = d.endpoint AND s.writer = d.writer
+    RETURNING s.*
   )
   INSERT INTO wh_delivery_stats AS s (step, start, endpoint, writer, client_id, ${COUNTS.join(", ")})
   SELECT step, start, endpoint, '', min(client_id), ${sums(() => "")}
@@ -120,6 +128,7 @@ type ReadRow = { start: Date | null; endpoint: string | null; client_id: string 
 
 /** An endpoint's `per_step` text, its rows of one step (one per writer until merged) added together. */
 function perStepOf(text: string): EndpointCounts["perStep"] {
+  if (text === "") return [];
   const steps = new Map<number, { start: Date; attempts: number; failedAttempts: number }>();
   for (const row of text.split(",")) {
     const [seconds, attempts, failed] = row.split(" ").map(Number) as [number, number, number];
