@@ -311,7 +311,7 @@ export class DeliveryStats {
   }
 }
 
-/** How long hour rows are kept: a week, or the service's retention when longer (minute rows: MINUTE_ROWS_KEPT_MS). */
+/** How long hour rows are kept: a week, or the longest retention (the service's or a client's) when longer (minute rows: MINUTE_ROWS_KEPT_MS). */
 export function hourRowsKeptMs(retentionMs: number): number {
   return Math.max(MIN_HOUR_ROWS_KEPT_MS, retentionMs);
 }
