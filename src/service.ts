@@ -18,6 +18,7 @@ import { RelaySender } from "./delivery/relay-sender.js";
 import { ClientAccess } from "./domain/client-access.js";
 import { ClientDirectory } from "./domain/clients.js";
 import { observeAll } from "./domain/delivery-events.js";
+import { DeliveryStats } from "./domain/delivery-stats.js";
 import { DeliveryWatches } from "./domain/delivery-watch.js";
 import { EventCatalog } from "./domain/event-catalog.js";
 import { KeySealer } from "./domain/key-sealing.js";
@@ -214,6 +215,7 @@ async function startOn(
     await feed.start((result) => relay.settle(result));
     const purge = new RetentionPurge({
       store: opened.store.notifications,
+      stats: opened.store.stats,
       clients: opened.store.clients,
       retentionMs: config.retentionMs,
       observer: metrics ?? { purged: () => {}, oldestKept: () => {} },
@@ -254,6 +256,7 @@ async function startOn(
             notifications,
             watches,
             recentDeliveries,
+            stats: new DeliveryStats(opened.store.stats, opened.store.clients),
             jobQueue: engine,
             relayAnswers: new RelayAnswers({
               subscriptions: opened.store.subscriptions,

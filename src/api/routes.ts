@@ -1,6 +1,7 @@
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import type { ClientAccess } from "../domain/client-access.js";
 import type { ClientDirectory } from "../domain/clients.js";
+import type { DeliveryStats } from "../domain/delivery-stats.js";
 import type { DeliveryWatches } from "../domain/delivery-watch.js";
 import type { EventCatalog } from "../domain/event-catalog.js";
 import type { Notifications } from "../domain/notifications.js";
@@ -36,6 +37,8 @@ export interface ApiDeps {
   watches: DeliveryWatches;
   /** The last hour of deliveries, for the operator's dashboard. */
   recentDeliveries: RecentDeliveries;
+  /** Delivery figures from the store (every instance's). */
+  stats: DeliveryStats;
   /** The delivery queue's counts (every instance's jobs). */
   jobQueue: JobCountsSource;
   /** Listeners' answers to relay requests. */

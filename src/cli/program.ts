@@ -6,6 +6,7 @@ import type { Context } from "./commands/context.js";
 import { addDeliveryCommands } from "./commands/deliveries.js";
 import { addListenCommand } from "./commands/listen.js";
 import { addPublishCommand } from "./commands/publish.js";
+import { addStatsCommand } from "./commands/stats.js";
 import { addSubscriptionCommands } from "./commands/subscriptions.js";
 import { addTailCommand } from "./commands/tail.js";
 import { Connection, type ConnectionOptions } from "./connection.js";
@@ -47,6 +48,7 @@ export function buildProgram(terminal: Terminal): Command {
   addDeliveryCommands(program, context);
   addTailCommand(program, context, terminal.interrupt);
   addListenCommand(program, context, terminal.interrupt);
+  addStatsCommand(program, context);
   addAdminCommands(program, context, terminal.stdin);
   addPublishCommand(program, context, terminal.stdin);
   return program;

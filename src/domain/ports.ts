@@ -1,3 +1,4 @@
+import type { DeliveryStatsStore } from "./delivery-stats.js";
 import type {
   ApiKeyRecord,
   Client,
@@ -18,6 +19,8 @@ export interface Store {
   readonly eventTypes: EventTypeStore;
   readonly subscriptions: SubscriptionStore;
   readonly notifications: NotificationStore;
+  /** Delivery statistics, written by the job store as it records (delivery-stats.ts). */
+  readonly stats: DeliveryStatsStore;
 }
 
 /** A position in a list ordered by (createdAt, id). */

@@ -1,3 +1,4 @@
+import { type DeliveryStatsStore, hourRowsKeptMs, MINUTE_ROWS_KEPT_MS, stepStart } from "./delivery-stats.js";
 import { ValidationError } from "./errors.js";
 import type { ClientStore, NotificationStore } from "./ports.js";
 
@@ -34,6 +35,8 @@ export interface RetentionObserver {
 
 export interface RetentionPurgeDeps {
   store: Pick<NotificationStore, "purgeEnded" | "oldestCreatedAt">;
+  /** The delivery statistics, purged each round too (minute rows after a day; hour rows see hourRowsKeptMs), and merged. */
+  stats: Pick<DeliveryStatsStore, "purge" | "merge">;
   /** Read each round for the shortest retention, which sets when the next round runs; deleted clients' data goes too. */
   clients: Pick<ClientStore, "list" | "purgeDeleted">;
   /** The service's retention (RETENTION); a client's own overrides it. */
@@ -114,6 +117,12 @@ export class RetentionPurge {
     observer.oldestKept(await store.oldestCreatedAt());
     const own = (await this.#deps.clients.list()).map((client) => client.retentionMs ?? retentionMs);
     this.#shortestMs = Math.min(retentionMs, ...own);
+    // Statistics outlive the notifications they count: kept as long as the longest retention, a week at least.
+    // The steps that are over have their rows merged, so that reading a range reads one row per step and endpoint.
+    const { stats } = this.#deps;
+    await stats.purge("minute", new Date(now.getTime() - MINUTE_ROWS_KEPT_MS));
+    await stats.purge("hour", new Date(now.getTime() - hourRowsKeptMs(Math.max(retentionMs, ...own))));
+    for (const step of ["minute", "hour"] as const) await stats.merge(step, stepStart(now, step));
   }
 
   #schedule(delayMs: number): void {

@@ -138,6 +138,9 @@ test("every operation answers as the document says: a walk through the whole RES
   t.true(job.subscriptionDeleted);
   const dashboard = await walk("GET", "/api/internal/dashboard", admin);
   t.true((dashboard.failed as number) >= 2, "the two notifications that failed for good");
+  const stats = (await walk("GET", "/api/internal/stats?range=24h", admin)).stats as { totals: { failed?: string } };
+  t.true(Number(stats.totals.failed ?? 0) >= 2, "the delivery figures count them too");
+  await walk("GET", "/api/webhookSubscription/stats?range=1h", { headers: auth });
   await walk("DELETE", `/api/internal/clients/${clientId}`, admin);
 
   const operationIds = checker.operations.map(({ operation }) => String(operation.operationId));

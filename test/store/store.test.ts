@@ -12,6 +12,7 @@ import { embeddedDataDir, planOf, storeTargets } from "../helpers/stores.js";
 import { lifecycleContract } from "./lifecycle-contract.js";
 import { limitsContract } from "./limits-contract.js";
 import { relayLeaseContract } from "./relay-lease-contract.js";
+import { statsContract } from "./stats-contract.js";
 import { storeContract } from "./store-contract.js";
 
 const log = pino({ level: "silent" });
@@ -38,6 +39,7 @@ for (const target of storeTargets()) {
   limitsContract(test, target.name, () => ready);
   relayLeaseContract(test, target.name, () => ready);
   lifecycleContract(test, target.name, () => ready);
+  statsContract(test, target.name, () => ready);
 }
 
 // A store that can't run here is reported as skipped, by the variable that enables it.

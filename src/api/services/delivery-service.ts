@@ -1,6 +1,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ClientAccess } from "../../domain/client-access.js";
+import { type DeliveryStats, statsRangeOf } from "../../domain/delivery-stats.js";
 import type { DeliveryWatches } from "../../domain/delivery-watch.js";
 import { ValidationError } from "../../domain/errors.js";
 import type { Notifications } from "../../domain/notifications.js";
@@ -8,6 +9,7 @@ import type { RelayAnswers } from "../../domain/relay.js";
 import { type DeliveryService, NotificationStatus } from "../../gen/webhooks/v1/delivery_service_pb.js";
 import { apiKeyIdKey, requireClient } from "../interceptors/auth.js";
 import { statusFromMessage, toNotificationMessage } from "./messages.js";
+import { toDeliveryStatsMessage } from "./stats-messages.js";
 import { streamWatch, watchRequestOf, whileKeyHolds } from "./watch-stream.js";
 
 export function createDeliveryService(deps: {
@@ -15,9 +17,15 @@ export function createDeliveryService(deps: {
   watches: DeliveryWatches;
   relayAnswers: RelayAnswers;
   access: ClientAccess;
+  stats: DeliveryStats;
 }): ServiceImpl<typeof DeliveryService> {
   const { notifications } = deps;
   return {
+    async getClientDeliveryStats(req, context) {
+      const report = await deps.stats.ownReport(statsRangeOf(req.range), requireClient(context.values).id);
+      return { stats: toDeliveryStatsMessage(report) };
+    },
+
     async listNotifications(req, context) {
       const status = req.status === NotificationStatus.UNSPECIFIED ? undefined : statusFromMessage(req.status);
       const page = await notifications.list(requireClient(context.values).id, req.subscriptionId, {

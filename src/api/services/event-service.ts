@@ -1,5 +1,6 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
+import { type DeliveryStats, statsRangeOf } from "../../domain/delivery-stats.js";
 import type { DeliveryWatches } from "../../domain/delivery-watch.js";
 import { ValidationError } from "../../domain/errors.js";
 import type { EventCatalog } from "../../domain/event-catalog.js";
@@ -7,6 +8,7 @@ import type { Notifications, PublishInput } from "../../domain/notifications.js"
 import type { EventService, PublishEventRequest } from "../../gen/webhooks/v1/event_service_pb.js";
 import type { RecentDeliveries } from "../../observability/recent-deliveries.js";
 import { toEventTypeMessage, toNotificationMessage } from "./messages.js";
+import { toDeliveryStatsMessage } from "./stats-messages.js";
 import { streamWatch, watchRequestOf } from "./watch-stream.js";
 
 /** The delivery queue's counts, every instance's jobs (what the webhook_queue_* gauges read). */
@@ -30,8 +32,14 @@ export function createEventService(deps: {
   watches: DeliveryWatches;
   recentDeliveries: RecentDeliveries;
   jobQueue: JobCountsSource;
+  stats: DeliveryStats;
 }): ServiceImpl<typeof EventService> {
   return {
+    async getDeliveryStats(req) {
+      const report = await deps.stats.report(statsRangeOf(req.range), req.clientId === "" ? undefined : req.clientId);
+      return { stats: toDeliveryStatsMessage(report) };
+    },
+
     async publishEvent(req) {
       const { ids, duplicate } = await deps.notifications.publish(publishInputOf(req));
       return { jobIds: ids, duplicate };

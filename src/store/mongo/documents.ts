@@ -100,6 +100,22 @@ export interface AttemptDoc extends DeliveryAttempt {
   seq: number;
 }
 
+/** An attempt as its document; undefined would be stored as null (the driver's default), so absent fields are left out. */
+export function toAttemptDoc(a: DeliveryAttempt): AttemptDoc {
+  return {
+    seq: nextAttemptSeq(),
+    notificationId: a.notificationId,
+    attempt: a.attempt,
+    startedAt: a.startedAt,
+    durationMs: a.durationMs,
+    ...optional("statusCode", a.statusCode),
+    // Same substitution as the SQL adapter (PostgreSQL text can't hold NUL), so both read back alike.
+    ...optional("responseBody", a.responseBody?.replaceAll("\u0000", "\uFFFD")),
+    ...optional("error", a.error),
+    succeeded: a.succeeded,
+  };
+}
+
 export function collections(db: Db) {
   return {
     clients: db.collection<ClientDoc>(CLIENTS),

@@ -1,4 +1,5 @@
 import { type Db, MongoServerError } from "mongodb";
+import { statsCollection } from "./delivery-stats.js";
 import { collections } from "./documents.js";
 
 /**
@@ -33,6 +34,11 @@ export async function ensureMongoIndexes(db: Db): Promise<void> {
       { key: { clientId: 1, createdAt: 1, _id: 1 }, name: "wh_notifications_client_created_idx" },
     ]),
     c.attempts.createIndexes([{ key: { notificationId: 1, seq: 1 }, name: "wh_delivery_attempts_notification_idx" }]),
+    // A range of minutes or hours: the upserts' and the operator's reads (store/mongo/delivery-stats.ts); one client's.
+    statsCollection(db).createIndexes([
+      { key: { step: 1, start: 1, endpoint: 1 }, name: "wh_delivery_stats_step_idx" },
+      { key: { clientId: 1, step: 1, start: 1 }, name: "wh_delivery_stats_client_idx" },
+    ]),
   ]);
   // A prefix of its successor, so dropping it loses nothing; another instance may have dropped it first.
   await c.notifications.dropIndex(SUPERSEDED_NOTIFICATION_INDEX).catch((error: unknown) => {

@@ -15,7 +15,8 @@ import type {
 import { endpointOf } from "../../domain/endpoint.js";
 import type { DeliveryAttempt, NotificationStatus } from "../../domain/model.js";
 import type { AcceptedPublish } from "../../domain/ports.js";
-import { type AttemptDoc, collections, isString, type NotificationDoc, nextAttemptSeq, optional, toNotificationDoc } from "./documents.js";
+import { countAccepted, countAttempt, statsCollection } from "./delivery-stats.js";
+import { type AttemptDoc, collections, isString, type NotificationDoc, optional, toAttemptDoc, toNotificationDoc } from "./documents.js";
 import { claimKeys } from "./idempotency-keys.js";
 import { toNotification } from "./notifications.js";
 import { toSubscription } from "./subscriptions.js";
@@ -122,6 +123,7 @@ export class MongoJobStore implements JobStore {
     await this.#insertAll(
       deliveries.map((delivery) => ({ ...toNotificationDoc(delivery.notification), job: this.#newJob(delivery, now) })),
     );
+    await countAccepted(statsCollection(this.db), deliveries);
   }
 
   async insertBatch(items: readonly KeyedDeliveries[]): Promise<AcceptedPublish[]> {
@@ -135,7 +137,13 @@ export class MongoJobStore implements JobStore {
         item.deliveries.map((delivery) => ({ ...toNotificationDoc(delivery.notification), job: this.#newJob(delivery, heldUntil) })),
       ),
     );
-    if (keyed.length === 0) return items.map((item) => ({ ids: idsOf(item), duplicate: false }));
+    if (keyed.length === 0) {
+      await countAccepted(
+        statsCollection(this.db),
+        items.flatMap((item) => item.deliveries),
+      );
+      return items.map((item) => ({ ids: idsOf(item), duplicate: false }));
+    }
     const taken = await claimKeys(
       this.db,
       keyed.map(({ index, clientId, key }) => ({ clientId, key, ids: idsOf(items[index] as KeyedDeliveries) })),
@@ -146,6 +154,10 @@ export class MongoJobStore implements JobStore {
     const released = items.flatMap((item, index) => (earlier.has(index) ? [] : idsOf(item)));
     if (released.length > 0)
       await this.#notifications.updateMany({ _id: { $in: released }, "job.lockedAt": null }, { $set: { "job.nextRunAt": new Date() } });
+    await countAccepted(
+      statsCollection(this.db),
+      items.flatMap((item, index) => (earlier.has(index) ? [] : item.deliveries)),
+    );
     return items.map((item, index) => {
       const ids = earlier.get(index);
       return ids ? { ids, duplicate: true } : { ids: idsOf(item), duplicate: false };
@@ -364,34 +376,28 @@ export class MongoJobStore implements JobStore {
   /** Appends the attempt and moves its notification to `status`. */
   async #record(a: DeliveryAttempt, status: NotificationStatus): Promise<void> {
     if (!isString(a.notificationId)) throw new TypeError("notificationId must be a string");
-    // Undefined would be stored as null (the driver's default), so absent fields are left out.
-    const { insertedId } = await this.#attempts.insertOne({
-      seq: nextAttemptSeq(),
-      notificationId: a.notificationId,
-      attempt: a.attempt,
-      startedAt: a.startedAt,
-      durationMs: a.durationMs,
-      ...optional("statusCode", a.statusCode),
-      // Same substitution as the SQL adapter (PostgreSQL text can't hold NUL), so both read back alike.
-      ...optional("responseBody", a.responseBody?.replaceAll("\u0000", "\uFFFD")),
-      ...optional("error", a.error),
-      succeeded: a.succeeded,
-    });
+    const { insertedId } = await this.#attempts.insertOne(toAttemptDoc(a));
     // $max keeps a replayed older attempt from lowering the count (SQL GREATEST).
     // A final status stays (as in SQL): only a pending notification moves.
-    const { matchedCount } = await this.#notifications.updateOne({ _id: a.notificationId }, [
-      {
-        $set: {
-          status: { $cond: [{ $eq: ["$status", "pending"] }, { $literal: status }, "$status"] },
-          updatedAt: { $literal: new Date() },
-          attemptCount: { $max: ["$attemptCount", a.attempt + 1] },
+    const before = await this.#notifications.findOneAndUpdate(
+      { _id: a.notificationId },
+      [
+        {
+          $set: {
+            status: { $cond: [{ $eq: ["$status", "pending"] }, { $literal: status }, "$status"] },
+            updatedAt: { $literal: new Date() },
+            attemptCount: { $max: ["$attemptCount", a.attempt + 1] },
+          },
         },
-      },
-    ]);
-    if (matchedCount === 0) {
+      ],
+      { projection: { job: 1 } },
+    );
+    if (!before) {
       // The SQL foreign key rejects an attempt for an unknown notification; do the same.
       await this.#attempts.deleteOne({ _id: insertedId });
       throw new Error(`notification ${a.notificationId} does not exist`);
     }
+    // As in SQL, an attempt whose job is gone (another instance finished it) is recorded but not counted.
+    if (before.job) await countAttempt(statsCollection(this.db), a, status, before.job);
   }
 }

@@ -1,6 +1,7 @@
 import type { Db } from "mongodb";
 import type { Store } from "../../domain/ports.js";
 import { MongoClientStore } from "./clients.js";
+import { MongoDeliveryStatsStore } from "./delivery-stats.js";
 import { collections } from "./documents.js";
 import { MongoEventTypeStore } from "./event-types.js";
 import { MongoNotificationStore } from "./notifications.js";
@@ -17,5 +18,6 @@ export async function createMongoStore(db: Db): Promise<Store> {
     eventTypes: new MongoEventTypeStore(c.eventTypes),
     subscriptions,
     notifications: new MongoNotificationStore(c.notifications, c.attempts, c.clients),
+    stats: new MongoDeliveryStatsStore(db),
   };
 }

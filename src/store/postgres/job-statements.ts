@@ -1,4 +1,5 @@
 import type { DeliveryAttempt, Notification, NotificationStatus } from "../../domain/model.js";
+import { countAccepted, countAttempts } from "./delivery-stats.js";
 import { forDeliveryColumns } from "./notifications.js";
 
 /**
@@ -87,7 +88,7 @@ export const LOCK_DUE = `
 /**
  * Notifications ($1…$10, insertParameters) and their jobs, due now, in one
  * statement: their endpoints $11, trace contexts $12, and locks $13 (null:
- * unlocked) held by $14. (`scheduled` is
+ * unlocked) held by $14; counted in the statistics as writer $15. (`scheduled` is
  * always true now; an older version used false for a notification not yet
  * queued, and `prepareJobTable` takes those over.)
  */
@@ -98,7 +99,7 @@ export const INSERT = `
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::timestamptz[], $10::timestamptz[])
       AS t (id, subscription_id, client_id, event, body, status, attempt_count, redelivery_of, created_at, updated_at)
     RETURNING id, client_id
-  )
+  ), ${countAccepted("$15")}
   INSERT INTO wh_delivery_jobs (id, endpoint, client_id, next_run_at, trace_context, locked_at, locked_by)
   SELECT i.id, input.endpoint, i.client_id, now(), input.trace_context, input.locked_at, CASE WHEN input.locked_at IS NOT NULL THEN $14 END
   FROM inserted i JOIN unnest($1::text[], $11::text[], $12::text[], $13::timestamptz[]) AS input (id, endpoint, trace_context, locked_at)
@@ -108,6 +109,7 @@ export const INSERT = `
 export function insertParameters(
   deliveries: ReadonlyArray<{ notification: Notification; endpoint: string; traceContext?: string; lockedAt?: Date }>,
   owner: string,
+  statsWriter: string,
 ): unknown[] {
   const column = <T>(pick: (notification: Notification) => T) => deliveries.map((delivery) => pick(delivery.notification));
   return [
@@ -125,6 +127,7 @@ export function insertParameters(
     deliveries.map((delivery) => delivery.traceContext ?? null),
     deliveries.map((delivery) => delivery.lockedAt ?? null),
     owner,
+    statsWriter,
   ];
 }
 
@@ -177,20 +180,21 @@ export function recordParameters(records: ReadonlyArray<{ attempt: DeliveryAttem
 }
 
 /**
- * Final attempts recorded and their jobs deleted where still held ($10), in
- * one statement: one round trip and one commit.
+ * Final attempts recorded and counted in the statistics as writer $11, and
+ * their jobs deleted where still held ($10), in one statement: one round
+ * trip and one commit.
  */
 export const FINISH = `
-  ${RECORD_ATTEMPTS}, removed AS (
+  ${RECORD_ATTEMPTS}, ${countAttempts("$11")}, removed AS (
     DELETE FROM wh_delivery_jobs AS j USING unnest($1::text[], $10::timestamptz[]) AS t (id, held_lock)
     WHERE ${STILL_HELD}
     RETURNING j.id, t.held_lock
   )
   SELECT id, held_lock FROM removed`;
 
-/** Failed attempts recorded and their retries scheduled, due at $11, where still held ($10), as FINISH. */
+/** Failed attempts recorded and counted (writer $12), and their retries scheduled, due at $11, where still held ($10), as FINISH. */
 export const RETRY = `
-  ${RECORD_ATTEMPTS}, saved AS (
+  ${RECORD_ATTEMPTS}, ${countAttempts("$12")}, saved AS (
     UPDATE wh_delivery_jobs AS j SET next_run_at = t.next_run_at, locked_at = NULL, locked_by = NULL, throttle_slot_at = NULL
     FROM unnest($1::text[], $10::timestamptz[], $11::timestamptz[]) AS t (id, held_lock, next_run_at)
     WHERE ${STILL_HELD}

@@ -71,6 +71,13 @@ export class PostgresJobStore implements JobStore {
   readonly #inserts: Coalescer<readonly NewDelivery[], undefined>;
   readonly #finishes: Coalescer<FinishedRun, boolean>;
   readonly #retries: Coalescer<RetriedRun, boolean>;
+  /**
+   * Whose rows in the statistics this instance's accepting and its attempts
+   * add to (store/postgres/delivery-stats.ts): apart, so that an insert
+   * waiting for the disk never holds up the attempts' rows.
+   */
+  readonly #acceptsWriter: string;
+  readonly #attemptsWriter: string;
 
   constructor(
     private readonly pools: { api: SqlPool; bookkeeping: SqlPool },
@@ -81,9 +88,15 @@ export class PostgresJobStore implements JobStore {
       lockLifetimeMs: number;
     },
   ) {
+    this.#acceptsWriter = `${options.owner} accepts`;
+    this.#attemptsWriter = `${options.owner} attempts`;
     this.#inserts = new Coalescer(
       async (calls) => {
-        await pools.api.query({ name: "wh-insert-jobs", text: INSERT, values: insertParameters(calls.flat(), options.owner) });
+        await pools.api.query({
+          name: "wh-insert-jobs",
+          text: INSERT,
+          values: insertParameters(calls.flat(), options.owner, this.#acceptsWriter),
+        });
         return calls.map(() => undefined);
       },
       { splitOn: isDataError },
@@ -93,7 +106,7 @@ export class PostgresJobStore implements JobStore {
         const { rows } = await pools.bookkeeping.query<{ id: string; held_lock: Date }>({
           name: "wh-finish-jobs",
           text: FINISH,
-          values: [...recordParameters(runs), runs.map((run) => run.heldLock)],
+          values: [...recordParameters(runs), runs.map((run) => run.heldLock), this.#attemptsWriter],
         });
         return written(runs, rows);
       },
@@ -108,6 +121,7 @@ export class PostgresJobStore implements JobStore {
             ...recordParameters(runs.map((run) => ({ attempt: run.attempt, status: "pending" }))),
             runs.map((run) => run.heldLock),
             runs.map((run) => run.nextRunAt),
+            this.#attemptsWriter,
           ],
         });
         return written(runs, rows);
@@ -132,7 +146,7 @@ export class PostgresJobStore implements JobStore {
       const claimed = keyed.length > 0 ? await claimKeys(client, keyed) : new Map<number, string[]>();
       const earlier = new Map([...claimed].map(([claim, ids]) => [(keyed[claim] as { index: number }).index, ids]));
       const stored = items.flatMap((item, index) => (earlier.has(index) ? [] : item.deliveries));
-      if (stored.length > 0) await client.query(INSERT, insertParameters(stored, this.options.owner));
+      if (stored.length > 0) await client.query(INSERT, insertParameters(stored, this.options.owner, this.#acceptsWriter));
       return items.map((item, index) => {
         const ids = earlier.get(index);
         return ids ? { ids, duplicate: true } : { ids: idsOf(item.deliveries), duplicate: false };

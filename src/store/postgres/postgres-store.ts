@@ -1,5 +1,6 @@
 import type { Store } from "../../domain/ports.js";
 import { PostgresClientStore } from "./clients.js";
+import { PostgresDeliveryStatsStore } from "./delivery-stats.js";
 import { PostgresEventTypeStore } from "./event-types.js";
 import { PostgresNotificationStore } from "./notifications.js";
 import type { SqlPool } from "./sql-pool.js";
@@ -12,5 +13,6 @@ export function createPostgresStore(pool: SqlPool): Store {
     eventTypes: new PostgresEventTypeStore(pool),
     subscriptions: new PostgresSubscriptionStore(pool),
     notifications: new PostgresNotificationStore(pool),
+    stats: new PostgresDeliveryStatsStore(pool),
   };
 }

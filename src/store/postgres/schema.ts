@@ -138,6 +138,32 @@ export const MIGRATIONS: readonly string[] = [
   `ALTER TABLE wh_clients ADD COLUMN disabled_at timestamptz, ADD COLUMN disabled_reason text, ADD COLUMN deleted_at timestamptz;
    CREATE INDEX wh_clients_barred_idx ON wh_clients (id) WHERE disabled_at IS NOT NULL OR deleted_at IS NOT NULL;
    ALTER TABLE wh_api_keys ADD COLUMN name text NOT NULL DEFAULT '', ADD COLUMN last_used_at timestamptz;`,
+  // Delivery statistics (domain/delivery-stats.ts, written by job-statements.ts): per endpoint, a row per minute and
+  // per hour (step, in seconds) for each writer (one instance's accepting, or its attempts), so that no two statements
+  // that run together wait for one row; once a step is over, its rows are merged into one of writer '' (the partial
+  // index finds those left to merge). le_N counts the attempts that took at most N ms. Counts are updated in place:
+  // HOT updates need room on the page. And the subscriptions in a failure streak, for the endpoints' "failing since".
+  `CREATE TABLE wh_delivery_stats (
+     step integer NOT NULL,
+     start timestamptz NOT NULL,
+     endpoint text NOT NULL,
+     writer text NOT NULL,
+     client_id text NOT NULL,
+     accepted bigint NOT NULL DEFAULT 0,
+     delivered bigint NOT NULL DEFAULT 0,
+     failed bigint NOT NULL DEFAULT 0,
+     attempts bigint NOT NULL DEFAULT 0,
+     failed_attempts bigint NOT NULL DEFAULT 0,
+     le_5 bigint NOT NULL DEFAULT 0, le_10 bigint NOT NULL DEFAULT 0, le_25 bigint NOT NULL DEFAULT 0,
+     le_50 bigint NOT NULL DEFAULT 0, le_100 bigint NOT NULL DEFAULT 0, le_250 bigint NOT NULL DEFAULT 0,
+     le_500 bigint NOT NULL DEFAULT 0, le_1000 bigint NOT NULL DEFAULT 0, le_2500 bigint NOT NULL DEFAULT 0,
+     le_5000 bigint NOT NULL DEFAULT 0, le_10000 bigint NOT NULL DEFAULT 0, le_15000 bigint NOT NULL DEFAULT 0,
+     le_30000 bigint NOT NULL DEFAULT 0, le_60000 bigint NOT NULL DEFAULT 0,
+     PRIMARY KEY (step, start, endpoint, writer)
+   ) WITH (fillfactor = 50);
+   CREATE INDEX wh_delivery_stats_client_idx ON wh_delivery_stats (client_id, step, start);
+   CREATE INDEX wh_delivery_stats_unmerged_idx ON wh_delivery_stats (step, start) WHERE writer <> '';
+   CREATE INDEX wh_subscriptions_failing_idx ON wh_subscriptions (client_id) WHERE failing_since IS NOT NULL;`,
 ];
 
 /** Brings the schema up to date; `migrations` other than all of them only to build an older schema in a test. */

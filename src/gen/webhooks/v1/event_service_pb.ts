@@ -9,6 +9,8 @@ import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { DeliveryActivity, DeliveryOutcome, Notification } from "./delivery_service_pb.js";
 import { file_webhooks_v1_delivery_service } from "./delivery_service_pb.js";
+import type { DeliveryStats } from "./delivery_stats_pb.js";
+import { file_webhooks_v1_delivery_stats } from "./delivery_stats_pb.js";
 import type { EventType } from "./subscription_pb.js";
 import { file_webhooks_v1_subscription } from "./subscription_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -17,7 +19,50 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/v1/event_service.proto.
  */
 export const file_webhooks_v1_event_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch93ZWJob29rcy92MS9ldmVudF9zZXJ2aWNlLnByb3RvEgt3ZWJob29rcy52MSIdChtHZXREZWxpdmVyeURhc2hib2FyZFJlcXVlc3QikgIKHEdldERlbGl2ZXJ5RGFzaGJvYXJkUmVzcG9uc2USKQoFc2luY2UYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRlbGl2ZXJlZBgCIAEoBRIOCgZmYWlsZWQYAyABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAQgASgFEg8KB3BlbmRpbmcYBSABKAUSNwoRc2xvd2VzdF9lbmRwb2ludHMYBiADKAsyHC53ZWJob29rcy52MS5FbmRwb2ludExhdGVuY3kSQQoWZGlzYWJsZWRfc3Vic2NyaXB0aW9ucxgHIAMoCzIhLndlYmhvb2tzLnYxLkRpc2FibGVkU3Vic2NyaXB0aW9uIm0KD0VuZHBvaW50TGF0ZW5jeRILCgN1cmwYASABKAkSEAoIYXR0ZW1wdHMYAiABKAUSEgoKYXZlcmFnZV9tcxgDIAEoBRIOCgZtYXhfbXMYBCABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAUgASgFIp8BChREaXNhYmxlZFN1YnNjcmlwdGlvbhIXCg9zdWJzY3JpcHRpb25faWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEg0KBWV2ZW50GAMgASgJEgsKA3VybBgEIAEoCRIOCgZyZWFzb24YBSABKAkSLwoLZGlzYWJsZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrABChlXYXRjaEFsbERlbGl2ZXJpZXNSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYAiABKAkSDQoFZXZlbnQYAyABKAkSLQoHb3V0Y29tZRgEIAEoDjIcLndlYmhvb2tzLnYxLkRlbGl2ZXJ5T3V0Y29tZRIpCgVzaW5jZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiTQoaV2F0Y2hBbGxEZWxpdmVyaWVzUmVzcG9uc2USLwoIYWN0aXZpdHkYASABKAsyHS53ZWJob29rcy52MS5EZWxpdmVyeUFjdGl2aXR5Ih8KDUdldEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJInIKDkdldEpvYlJlc3BvbnNlEi8KDG5vdGlmaWNhdGlvbhgBIAEoCzIZLndlYmhvb2tzLnYxLk5vdGlmaWNhdGlvbhIRCgljbGllbnRfaWQYAiABKAkSHAoUc3Vic2NyaXB0aW9uX2RlbGV0ZWQYAyABKAgiegoTUHVibGlzaEV2ZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSDQoFZXZlbnQYAiABKAkSKAoHcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIjoKFFB1Ymxpc2hFdmVudFJlc3BvbnNlEg8KB2pvYl9pZHMYASADKAkSEQoJZHVwbGljYXRlGAIgASgIIkgKFFB1Ymxpc2hFdmVudHNSZXF1ZXN0EjAKBmV2ZW50cxgBIAMoCzIgLndlYmhvb2tzLnYxLlB1Ymxpc2hFdmVudFJlcXVlc3QiSwoVUHVibGlzaEV2ZW50c1Jlc3BvbnNlEjIKB3Jlc3VsdHMYASADKAsyIS53ZWJob29rcy52MS5QdWJsaXNoRXZlbnRSZXNwb25zZSKcAQoYUmVnaXN0ZXJFdmVudFR5cGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJHChlSZWdpc3RlckV2ZW50VHlwZVJlc3BvbnNlEioKCmV2ZW50X3R5cGUYASABKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUiygEKFlVwZGF0ZUV2ZW50VHlwZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIYCgtkZXNjcmlwdGlvbhgCIAEoCUgAiAEBEi8KDnNhbXBsZV9wYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgtqc29uX3NjaGVtYRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGQoRY2xlYXJfanNvbl9zY2hlbWEYBSABKAhCDgoMX2Rlc2NyaXB0aW9uIkUKF1VwZGF0ZUV2ZW50VHlwZVJlc3BvbnNlEioKCmV2ZW50X3R5cGUYASABKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUiFwoVTGlzdEV2ZW50VHlwZXNSZXF1ZXN0IkUKFkxpc3RFdmVudFR5cGVzUmVzcG9uc2USKwoLZXZlbnRfdHlwZXMYASADKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUyqwgKDEV2ZW50U2VydmljZRJ8CgxQdWJsaXNoRXZlbnQSIC53ZWJob29rcy52MS5QdWJsaXNoRXZlbnRSZXF1ZXN0GiEud2ViaG9va3MudjEuUHVibGlzaEV2ZW50UmVzcG9uc2UiJ4LT5JMCIToBKiIcL2FwaS9pbnRlcm5hbC9ldmVudHMvcHVibGlzaBKEAQoNUHVibGlzaEV2ZW50cxIhLndlYmhvb2tzLnYxLlB1Ymxpc2hFdmVudHNSZXF1ZXN0GiIud2ViaG9va3MudjEuUHVibGlzaEV2ZW50c1Jlc3BvbnNlIiyC0+STAiY6ASoiIS9hcGkvaW50ZXJuYWwvZXZlbnRzL3B1Ymxpc2hCYXRjaBKTAQoRUmVnaXN0ZXJFdmVudFR5cGUSJS53ZWJob29rcy52MS5SZWdpc3RlckV2ZW50VHlwZVJlcXVlc3QaJi53ZWJob29rcy52MS5SZWdpc3RlckV2ZW50VHlwZVJlc3BvbnNlIi+C0+STAik6ASpiCmV2ZW50X3R5cGUiGC9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcxKUAQoPVXBkYXRlRXZlbnRUeXBlEiMud2ViaG9va3MudjEuVXBkYXRlRXZlbnRUeXBlUmVxdWVzdBokLndlYmhvb2tzLnYxLlVwZGF0ZUV2ZW50VHlwZVJlc3BvbnNlIjaC0+STAjA6ASpiCmV2ZW50X3R5cGUyHy9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcy97bmFtZX0SfgoOTGlzdEV2ZW50VHlwZXMSIi53ZWJob29rcy52MS5MaXN0RXZlbnRUeXBlc1JlcXVlc3QaIy53ZWJob29rcy52MS5MaXN0RXZlbnRUeXBlc1Jlc3BvbnNlIiOQAgGC0+STAhoSGC9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcxJpCgZHZXRKb2ISGi53ZWJob29rcy52MS5HZXRKb2JSZXF1ZXN0Ghsud2ViaG9va3MudjEuR2V0Sm9iUmVzcG9uc2UiJpACAYLT5JMCHRIbL2FwaS9pbnRlcm5hbC9qb2JzL3tqb2JfaWR9Eo8BChRHZXREZWxpdmVyeURhc2hib2FyZBIoLndlYmhvb2tzLnYxLkdldERlbGl2ZXJ5RGFzaGJvYXJkUmVxdWVzdBopLndlYmhvb2tzLnYxLkdldERlbGl2ZXJ5RGFzaGJvYXJkUmVzcG9uc2UiIpACAYLT5JMCGRIXL2FwaS9pbnRlcm5hbC9kYXNoYm9hcmQSbAoSV2F0Y2hBbGxEZWxpdmVyaWVzEiYud2ViaG9va3MudjEuV2F0Y2hBbGxEZWxpdmVyaWVzUmVxdWVzdBonLndlYmhvb2tzLnYxLldhdGNoQWxsRGVsaXZlcmllc1Jlc3BvbnNlIgOQAgEwAWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_webhooks_v1_delivery_service, file_webhooks_v1_subscription]);
+  fileDesc("Ch93ZWJob29rcy92MS9ldmVudF9zZXJ2aWNlLnByb3RvEgt3ZWJob29rcy52MSI7ChdHZXREZWxpdmVyeVN0YXRzUmVxdWVzdBINCgVyYW5nZRgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkiRQoYR2V0RGVsaXZlcnlTdGF0c1Jlc3BvbnNlEikKBXN0YXRzGAEgASgLMhoud2ViaG9va3MudjEuRGVsaXZlcnlTdGF0cyIdChtHZXREZWxpdmVyeURhc2hib2FyZFJlcXVlc3QikgIKHEdldERlbGl2ZXJ5RGFzaGJvYXJkUmVzcG9uc2USKQoFc2luY2UYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRlbGl2ZXJlZBgCIAEoBRIOCgZmYWlsZWQYAyABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAQgASgFEg8KB3BlbmRpbmcYBSABKAUSNwoRc2xvd2VzdF9lbmRwb2ludHMYBiADKAsyHC53ZWJob29rcy52MS5FbmRwb2ludExhdGVuY3kSQQoWZGlzYWJsZWRfc3Vic2NyaXB0aW9ucxgHIAMoCzIhLndlYmhvb2tzLnYxLkRpc2FibGVkU3Vic2NyaXB0aW9uIm0KD0VuZHBvaW50TGF0ZW5jeRILCgN1cmwYASABKAkSEAoIYXR0ZW1wdHMYAiABKAUSEgoKYXZlcmFnZV9tcxgDIAEoBRIOCgZtYXhfbXMYBCABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAUgASgFIp8BChREaXNhYmxlZFN1YnNjcmlwdGlvbhIXCg9zdWJzY3JpcHRpb25faWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEg0KBWV2ZW50GAMgASgJEgsKA3VybBgEIAEoCRIOCgZyZWFzb24YBSABKAkSLwoLZGlzYWJsZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrABChlXYXRjaEFsbERlbGl2ZXJpZXNSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYAiABKAkSDQoFZXZlbnQYAyABKAkSLQoHb3V0Y29tZRgEIAEoDjIcLndlYmhvb2tzLnYxLkRlbGl2ZXJ5T3V0Y29tZRIpCgVzaW5jZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiTQoaV2F0Y2hBbGxEZWxpdmVyaWVzUmVzcG9uc2USLwoIYWN0aXZpdHkYASABKAsyHS53ZWJob29rcy52MS5EZWxpdmVyeUFjdGl2aXR5Ih8KDUdldEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJInIKDkdldEpvYlJlc3BvbnNlEi8KDG5vdGlmaWNhdGlvbhgBIAEoCzIZLndlYmhvb2tzLnYxLk5vdGlmaWNhdGlvbhIRCgljbGllbnRfaWQYAiABKAkSHAoUc3Vic2NyaXB0aW9uX2RlbGV0ZWQYAyABKAgiegoTUHVibGlzaEV2ZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSDQoFZXZlbnQYAiABKAkSKAoHcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIjoKFFB1Ymxpc2hFdmVudFJlc3BvbnNlEg8KB2pvYl9pZHMYASADKAkSEQoJZHVwbGljYXRlGAIgASgIIkgKFFB1Ymxpc2hFdmVudHNSZXF1ZXN0EjAKBmV2ZW50cxgBIAMoCzIgLndlYmhvb2tzLnYxLlB1Ymxpc2hFdmVudFJlcXVlc3QiSwoVUHVibGlzaEV2ZW50c1Jlc3BvbnNlEjIKB3Jlc3VsdHMYASADKAsyIS53ZWJob29rcy52MS5QdWJsaXNoRXZlbnRSZXNwb25zZSKcAQoYUmVnaXN0ZXJFdmVudFR5cGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoOc2FtcGxlX3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2pzb25fc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJHChlSZWdpc3RlckV2ZW50VHlwZVJlc3BvbnNlEioKCmV2ZW50X3R5cGUYASABKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUiygEKFlVwZGF0ZUV2ZW50VHlwZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIYCgtkZXNjcmlwdGlvbhgCIAEoCUgAiAEBEi8KDnNhbXBsZV9wYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgtqc29uX3NjaGVtYRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGQoRY2xlYXJfanNvbl9zY2hlbWEYBSABKAhCDgoMX2Rlc2NyaXB0aW9uIkUKF1VwZGF0ZUV2ZW50VHlwZVJlc3BvbnNlEioKCmV2ZW50X3R5cGUYASABKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUiFwoVTGlzdEV2ZW50VHlwZXNSZXF1ZXN0IkUKFkxpc3RFdmVudFR5cGVzUmVzcG9uc2USKwoLZXZlbnRfdHlwZXMYASADKAsyFi53ZWJob29rcy52MS5FdmVudFR5cGUyrAkKDEV2ZW50U2VydmljZRJ8CgxQdWJsaXNoRXZlbnQSIC53ZWJob29rcy52MS5QdWJsaXNoRXZlbnRSZXF1ZXN0GiEud2ViaG9va3MudjEuUHVibGlzaEV2ZW50UmVzcG9uc2UiJ4LT5JMCIToBKiIcL2FwaS9pbnRlcm5hbC9ldmVudHMvcHVibGlzaBKEAQoNUHVibGlzaEV2ZW50cxIhLndlYmhvb2tzLnYxLlB1Ymxpc2hFdmVudHNSZXF1ZXN0GiIud2ViaG9va3MudjEuUHVibGlzaEV2ZW50c1Jlc3BvbnNlIiyC0+STAiY6ASoiIS9hcGkvaW50ZXJuYWwvZXZlbnRzL3B1Ymxpc2hCYXRjaBKTAQoRUmVnaXN0ZXJFdmVudFR5cGUSJS53ZWJob29rcy52MS5SZWdpc3RlckV2ZW50VHlwZVJlcXVlc3QaJi53ZWJob29rcy52MS5SZWdpc3RlckV2ZW50VHlwZVJlc3BvbnNlIi+C0+STAik6ASpiCmV2ZW50X3R5cGUiGC9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcxKUAQoPVXBkYXRlRXZlbnRUeXBlEiMud2ViaG9va3MudjEuVXBkYXRlRXZlbnRUeXBlUmVxdWVzdBokLndlYmhvb2tzLnYxLlVwZGF0ZUV2ZW50VHlwZVJlc3BvbnNlIjaC0+STAjA6ASpiCmV2ZW50X3R5cGUyHy9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcy97bmFtZX0SfgoOTGlzdEV2ZW50VHlwZXMSIi53ZWJob29rcy52MS5MaXN0RXZlbnRUeXBlc1JlcXVlc3QaIy53ZWJob29rcy52MS5MaXN0RXZlbnRUeXBlc1Jlc3BvbnNlIiOQAgGC0+STAhoSGC9hcGkvaW50ZXJuYWwvZXZlbnRUeXBlcxJpCgZHZXRKb2ISGi53ZWJob29rcy52MS5HZXRKb2JSZXF1ZXN0Ghsud2ViaG9va3MudjEuR2V0Sm9iUmVzcG9uc2UiJpACAYLT5JMCHRIbL2FwaS9pbnRlcm5hbC9qb2JzL3tqb2JfaWR9Eo8BChRHZXREZWxpdmVyeURhc2hib2FyZBIoLndlYmhvb2tzLnYxLkdldERlbGl2ZXJ5RGFzaGJvYXJkUmVxdWVzdBopLndlYmhvb2tzLnYxLkdldERlbGl2ZXJ5RGFzaGJvYXJkUmVzcG9uc2UiIpACAYLT5JMCGRIXL2FwaS9pbnRlcm5hbC9kYXNoYm9hcmQSfwoQR2V0RGVsaXZlcnlTdGF0cxIkLndlYmhvb2tzLnYxLkdldERlbGl2ZXJ5U3RhdHNSZXF1ZXN0GiUud2ViaG9va3MudjEuR2V0RGVsaXZlcnlTdGF0c1Jlc3BvbnNlIh6QAgGC0+STAhUSEy9hcGkvaW50ZXJuYWwvc3RhdHMSbAoSV2F0Y2hBbGxEZWxpdmVyaWVzEiYud2ViaG9va3MudjEuV2F0Y2hBbGxEZWxpdmVyaWVzUmVxdWVzdBonLndlYmhvb2tzLnYxLldhdGNoQWxsRGVsaXZlcmllc1Jlc3BvbnNlIgOQAgEwAWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_webhooks_v1_delivery_service, file_webhooks_v1_delivery_stats, file_webhooks_v1_subscription]);
+
+/**
+ * @generated from message webhooks.v1.GetDeliveryStatsRequest
+ */
+export type GetDeliveryStatsRequest = Message<"webhooks.v1.GetDeliveryStatsRequest"> & {
+  /**
+   * "1h" (the default), "24h" or "7d".
+   *
+   * @generated from field: string range = 1;
+   */
+  range: string;
+
+  /**
+   * Only this client's figures; empty: every client's.
+   *
+   * @generated from field: string client_id = 2;
+   */
+  clientId: string;
+};
+
+/**
+ * Describes the message webhooks.v1.GetDeliveryStatsRequest.
+ * Use `create(GetDeliveryStatsRequestSchema)` to create a new message.
+ */
+export const GetDeliveryStatsRequestSchema: GenMessage<GetDeliveryStatsRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_event_service, 0);
+
+/**
+ * @generated from message webhooks.v1.GetDeliveryStatsResponse
+ */
+export type GetDeliveryStatsResponse = Message<"webhooks.v1.GetDeliveryStatsResponse"> & {
+  /**
+   * @generated from field: webhooks.v1.DeliveryStats stats = 1;
+   */
+  stats?: DeliveryStats | undefined;
+};
+
+/**
+ * Describes the message webhooks.v1.GetDeliveryStatsResponse.
+ * Use `create(GetDeliveryStatsResponseSchema)` to create a new message.
+ */
+export const GetDeliveryStatsResponseSchema: GenMessage<GetDeliveryStatsResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_v1_event_service, 1);
 
 /**
  * @generated from message webhooks.v1.GetDeliveryDashboardRequest
@@ -30,7 +75,7 @@ export type GetDeliveryDashboardRequest = Message<"webhooks.v1.GetDeliveryDashbo
  * Use `create(GetDeliveryDashboardRequestSchema)` to create a new message.
  */
 export const GetDeliveryDashboardRequestSchema: GenMessage<GetDeliveryDashboardRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 0);
+  messageDesc(file_webhooks_v1_event_service, 2);
 
 /**
  * @generated from message webhooks.v1.GetDeliveryDashboardResponse
@@ -91,7 +136,7 @@ export type GetDeliveryDashboardResponse = Message<"webhooks.v1.GetDeliveryDashb
  * Use `create(GetDeliveryDashboardResponseSchema)` to create a new message.
  */
 export const GetDeliveryDashboardResponseSchema: GenMessage<GetDeliveryDashboardResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 1);
+  messageDesc(file_webhooks_v1_event_service, 3);
 
 /**
  * @generated from message webhooks.v1.EndpointLatency
@@ -128,7 +173,7 @@ export type EndpointLatency = Message<"webhooks.v1.EndpointLatency"> & {
  * Use `create(EndpointLatencySchema)` to create a new message.
  */
 export const EndpointLatencySchema: GenMessage<EndpointLatency> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 2);
+  messageDesc(file_webhooks_v1_event_service, 4);
 
 /**
  * @generated from message webhooks.v1.DisabledSubscription
@@ -170,7 +215,7 @@ export type DisabledSubscription = Message<"webhooks.v1.DisabledSubscription"> &
  * Use `create(DisabledSubscriptionSchema)` to create a new message.
  */
 export const DisabledSubscriptionSchema: GenMessage<DisabledSubscription> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 3);
+  messageDesc(file_webhooks_v1_event_service, 5);
 
 /**
  * @generated from message webhooks.v1.WatchAllDeliveriesRequest
@@ -209,7 +254,7 @@ export type WatchAllDeliveriesRequest = Message<"webhooks.v1.WatchAllDeliveriesR
  * Use `create(WatchAllDeliveriesRequestSchema)` to create a new message.
  */
 export const WatchAllDeliveriesRequestSchema: GenMessage<WatchAllDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 4);
+  messageDesc(file_webhooks_v1_event_service, 6);
 
 /**
  * @generated from message webhooks.v1.WatchAllDeliveriesResponse
@@ -228,7 +273,7 @@ export type WatchAllDeliveriesResponse = Message<"webhooks.v1.WatchAllDeliveries
  * Use `create(WatchAllDeliveriesResponseSchema)` to create a new message.
  */
 export const WatchAllDeliveriesResponseSchema: GenMessage<WatchAllDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 5);
+  messageDesc(file_webhooks_v1_event_service, 7);
 
 /**
  * @generated from message webhooks.v1.GetJobRequest
@@ -247,7 +292,7 @@ export type GetJobRequest = Message<"webhooks.v1.GetJobRequest"> & {
  * Use `create(GetJobRequestSchema)` to create a new message.
  */
 export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 6);
+  messageDesc(file_webhooks_v1_event_service, 8);
 
 /**
  * @generated from message webhooks.v1.GetJobResponse
@@ -278,7 +323,7 @@ export type GetJobResponse = Message<"webhooks.v1.GetJobResponse"> & {
  * Use `create(GetJobResponseSchema)` to create a new message.
  */
 export const GetJobResponseSchema: GenMessage<GetJobResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 7);
+  messageDesc(file_webhooks_v1_event_service, 9);
 
 /**
  * @generated from message webhooks.v1.PublishEventRequest
@@ -323,7 +368,7 @@ export type PublishEventRequest = Message<"webhooks.v1.PublishEventRequest"> & {
  * Use `create(PublishEventRequestSchema)` to create a new message.
  */
 export const PublishEventRequestSchema: GenMessage<PublishEventRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 8);
+  messageDesc(file_webhooks_v1_event_service, 10);
 
 /**
  * @generated from message webhooks.v1.PublishEventResponse
@@ -349,7 +394,7 @@ export type PublishEventResponse = Message<"webhooks.v1.PublishEventResponse"> &
  * Use `create(PublishEventResponseSchema)` to create a new message.
  */
 export const PublishEventResponseSchema: GenMessage<PublishEventResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 9);
+  messageDesc(file_webhooks_v1_event_service, 11);
 
 /**
  * @generated from message webhooks.v1.PublishEventsRequest
@@ -369,7 +414,7 @@ export type PublishEventsRequest = Message<"webhooks.v1.PublishEventsRequest"> &
  * Use `create(PublishEventsRequestSchema)` to create a new message.
  */
 export const PublishEventsRequestSchema: GenMessage<PublishEventsRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 10);
+  messageDesc(file_webhooks_v1_event_service, 12);
 
 /**
  * @generated from message webhooks.v1.PublishEventsResponse
@@ -388,7 +433,7 @@ export type PublishEventsResponse = Message<"webhooks.v1.PublishEventsResponse">
  * Use `create(PublishEventsResponseSchema)` to create a new message.
  */
 export const PublishEventsResponseSchema: GenMessage<PublishEventsResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 11);
+  messageDesc(file_webhooks_v1_event_service, 13);
 
 /**
  * @generated from message webhooks.v1.RegisterEventTypeRequest
@@ -422,7 +467,7 @@ export type RegisterEventTypeRequest = Message<"webhooks.v1.RegisterEventTypeReq
  * Use `create(RegisterEventTypeRequestSchema)` to create a new message.
  */
 export const RegisterEventTypeRequestSchema: GenMessage<RegisterEventTypeRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 12);
+  messageDesc(file_webhooks_v1_event_service, 14);
 
 /**
  * @generated from message webhooks.v1.RegisterEventTypeResponse
@@ -439,7 +484,7 @@ export type RegisterEventTypeResponse = Message<"webhooks.v1.RegisterEventTypeRe
  * Use `create(RegisterEventTypeResponseSchema)` to create a new message.
  */
 export const RegisterEventTypeResponseSchema: GenMessage<RegisterEventTypeResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 13);
+  messageDesc(file_webhooks_v1_event_service, 15);
 
 /**
  * @generated from message webhooks.v1.UpdateEventTypeRequest
@@ -478,7 +523,7 @@ export type UpdateEventTypeRequest = Message<"webhooks.v1.UpdateEventTypeRequest
  * Use `create(UpdateEventTypeRequestSchema)` to create a new message.
  */
 export const UpdateEventTypeRequestSchema: GenMessage<UpdateEventTypeRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 14);
+  messageDesc(file_webhooks_v1_event_service, 16);
 
 /**
  * @generated from message webhooks.v1.UpdateEventTypeResponse
@@ -495,7 +540,7 @@ export type UpdateEventTypeResponse = Message<"webhooks.v1.UpdateEventTypeRespon
  * Use `create(UpdateEventTypeResponseSchema)` to create a new message.
  */
 export const UpdateEventTypeResponseSchema: GenMessage<UpdateEventTypeResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 15);
+  messageDesc(file_webhooks_v1_event_service, 17);
 
 /**
  * @generated from message webhooks.v1.ListEventTypesRequest
@@ -508,7 +553,7 @@ export type ListEventTypesRequest = Message<"webhooks.v1.ListEventTypesRequest">
  * Use `create(ListEventTypesRequestSchema)` to create a new message.
  */
 export const ListEventTypesRequestSchema: GenMessage<ListEventTypesRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 16);
+  messageDesc(file_webhooks_v1_event_service, 18);
 
 /**
  * @generated from message webhooks.v1.ListEventTypesResponse
@@ -525,7 +570,7 @@ export type ListEventTypesResponse = Message<"webhooks.v1.ListEventTypesResponse
  * Use `create(ListEventTypesResponseSchema)` to create a new message.
  */
 export const ListEventTypesResponseSchema: GenMessage<ListEventTypesResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_v1_event_service, 17);
+  messageDesc(file_webhooks_v1_event_service, 19);
 
 /**
  * For internal services: publishing events and managing event types.
@@ -614,6 +659,18 @@ export const EventService: GenService<{
     methodKind: "unary";
     input: typeof GetDeliveryDashboardRequestSchema;
     output: typeof GetDeliveryDashboardResponseSchema;
+  },
+  /**
+   * Delivery figures over the last hour (per minute), day or week (per
+   * hour), from the store: every instance's, surviving restarts. Every
+   * client's, or one client's (`client_id`).
+   *
+   * @generated from rpc webhooks.v1.EventService.GetDeliveryStats
+   */
+  getDeliveryStats: {
+    methodKind: "unary";
+    input: typeof GetDeliveryStatsRequestSchema;
+    output: typeof GetDeliveryStatsResponseSchema;
   },
   /**
    * DeliveryService.WatchDeliveries for every client, or for one.
