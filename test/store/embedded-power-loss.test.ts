@@ -97,5 +97,7 @@ powerCut(`pglite: a power cut loses no acknowledged notification${unavailable ? 
   // And each one reaches the receiver (before the cut, or after it).
   for (const id of acknowledged) await receiver.waitForRequest((r) => r.headers["x-jobid"] === id && r.status === 200, `job ${id}`, 60_000);
   const deliveredAfter = new Set(receiver.requests.filter((r) => r.at >= restartedAt).map((r) => r.headers["x-jobid"]));
-  t.log(`${sent} publishes sent, ${acknowledged.length} acknowledged (before a clean stop and the power cut), ${deliveredAfter.size} delivered after it`);
+  t.log(
+    `${sent} publishes sent, ${acknowledged.length} acknowledged (before a clean stop and the power cut), ${deliveredAfter.size} delivered after it`,
+  );
 });
