@@ -24,7 +24,8 @@ powerCut(`pglite: a power cut loses no acknowledged notification${unavailable ? 
   // Before the cut the receiver answers slowly: most acknowledged notifications are still to send after it.
   let powerBack = false;
   const receiver = await Receiver.start(() => (powerBack ? { status: 200 } : { status: 200, delayMs: 1000 }));
-  const env = { DATA_DIR: disk.path, DELIVERY_CONCURRENCY: "2" };
+  // No SIGNING_MASTER_KEY: the key that seals the subscription's signing key is made under DATA_DIR, on the same disk.
+  const env = { DATA_DIR: disk.path, DELIVERY_CONCURRENCY: "2", SIGNING_MASTER_KEY: "" };
   let service: ServiceProcess | undefined;
   t.teardown(async () => {
     if (service) await kill(service, "SIGKILL");

@@ -1,9 +1,10 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, open, readdir, rename, rm, rmdir } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, rmdir } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { PGlite } from "@electric-sql/pglite";
+import { syncPath } from "../../durable-file.js";
 import { SYNCING_SETTINGS, SYNCING_START_PARAMS, SyncingNodeFS } from "./embedded-fsync.js";
 
 const execFileAsync = promisify(execFile);
@@ -97,13 +98,4 @@ async function syncTree(path: string): Promise<void> {
     else if (entry.isFile()) await syncPath(inside);
   }
   await syncPath(path);
-}
-
-async function syncPath(path: string): Promise<void> {
-  const handle = await open(path, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
