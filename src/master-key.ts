@@ -1,13 +1,16 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { parseMasterKey } from "./domain/key-sealing.js";
+import { createDurably } from "./durable-file.js";
 
 /**
  * The embedded store's fallback when SIGNING_MASTER_KEY is not set: a key
  * generated once and kept beside the data. Convenient for development, but
- * whoever copies DATA_DIR copies the key, hence the warning.
+ * whoever copies DATA_DIR copies the key, hence the warning. The file is
+ * on disk before any key is sealed with it: a power cut must not take the
+ * key and leave the database of keys it sealed.
  */
 export async function loadOrCreateMasterKey(dataDir: string, log: Logger): Promise<Buffer> {
   const file = join(dataDir, "signing-master.key");
@@ -21,6 +24,6 @@ export async function loadOrCreateMasterKey(dataDir: string, log: Logger): Promi
   }
   const key = randomBytes(32);
   await mkdir(dataDir, { recursive: true });
-  await writeFile(file, `${key.toString("hex")}\n`, { mode: 0o600, flag: "wx" });
+  await createDurably(file, `${key.toString("hex")}\n`, 0o600);
   return key;
 }

@@ -4,6 +4,8 @@ import { mkdir, readdir, rename, rm, rmdir } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { PGlite } from "@electric-sql/pglite";
+import { syncPath } from "../../durable-file.js";
+import { SYNCING_SETTINGS, SYNCING_START_PARAMS, SyncingNodeFS } from "./embedded-fsync.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -17,8 +19,9 @@ const execFileAsync = promisify(execFile);
 export const EMBEDDED_SHARED_BUFFERS = "32MB";
 
 /**
- * Settings of ours for the embedded PostgreSQL, beyond PGlite's own (which
- * include fsync off):
+ * Settings of ours for the embedded PostgreSQL, beyond PGlite's own:
+ * - fsync on, through the one sync call PGlite's file system can make
+ *   (embedded-fsync.ts): a commit is on disk before it returns;
  * - its buffer pool (above);
  * - `wal_init_zero=off`: with no checkpointer, a checkpoint comes only once
  *   max_wal_size (1 GB) of WAL is written, so there are seldom old WAL
@@ -27,7 +30,7 @@ export const EMBEDDED_SHARED_BUFFERS = "32MB";
  *   statement behind it, for 80-140 ms (at 200 events/s, every 45 s or so).
  *   Off, a new segment is made by writing its last byte.
  */
-const EMBEDDED_SETTINGS = [`shared_buffers=${EMBEDDED_SHARED_BUFFERS}`, "wal_init_zero=off"] as const;
+const EMBEDDED_SETTINGS = [...SYNCING_SETTINGS, `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`, "wal_init_zero=off"] as const;
 
 /**
  * Opens the PGlite database in `directory`, creating it first if there is
@@ -45,14 +48,18 @@ export async function openEmbeddedDatabase(directory: string): Promise<PGlite> {
     if (held.length > 0) throw new Error(`${directory} holds files but no database (no PG_VERSION): move it away to start anew`);
     await createEmbeddedDatabase(directory);
   }
-  return PGlite.create(directory, {
-    startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS.flatMap((setting) => ["-c", setting])],
+  return PGlite.create({
+    fs: new SyncingNodeFS(directory),
+    startParams: [...SYNCING_START_PARAMS, ...EMBEDDED_SETTINGS.flatMap((setting) => ["-c", setting])],
   });
 }
 
 /**
  * Makes a new, empty database in `directory` (which must not hold one) in a
- * child process, beside it first and then moved into place whole.
+ * child process, beside it first and then moved into place whole. initdb
+ * syncs nothing (PGlite's defaults), so every file it made is synced before
+ * the move, and the move itself after: a power cut leaves either no
+ * database or a whole one.
  */
 export async function createEmbeddedDatabase(directory: string): Promise<void> {
   const parent = dirname(directory);
@@ -78,5 +85,17 @@ export async function createEmbeddedDatabase(directory: string): Promise<void> {
   await rmdir(directory).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== "ENOENT") throw error;
   });
+  await syncTree(making);
   await rename(making, directory);
+  await syncPath(parent);
+}
+
+/** fsync of every file and directory under `path`, then of `path` itself. */
+async function syncTree(path: string): Promise<void> {
+  for (const entry of await readdir(path, { withFileTypes: true })) {
+    const inside = join(path, entry.name);
+    if (entry.isDirectory()) await syncTree(inside);
+    else if (entry.isFile()) await syncPath(inside);
+  }
+  await syncPath(path);
 }
