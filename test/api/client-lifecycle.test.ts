@@ -7,6 +7,7 @@ import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { startService } from "../../src/service.js";
 import { adminAuth, createClient } from "../helpers/admin.js";
+import { eventually } from "../helpers/eventually.js";
 import { Receiver } from "../helpers/receiver.js";
 import { API_KEY, FAST_TEST_ENV, rest, startTestService, type TestService } from "../helpers/service.js";
 import { type StoreTarget, sharedTargets, storeTargets, testOn } from "../helpers/stores.js";
@@ -15,15 +16,6 @@ import { watchOver } from "../helpers/watch.js";
 const CLIENTS = "/api/internal/clients";
 /** Retries a second apart: an operator's call made right after a failed attempt lands before its retry. */
 const ENV = { RETRY_SCHEDULE: "1s,1s,1s,1s,1s" };
-
-/** Polls `check` every 100 ms until it holds, for up to `timeoutMs`. */
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 /** How a watch ended: the Connect error it ended with (it must end within `timeoutMs`). */
 async function endOf(watching: Awaited<ReturnType<typeof watchOver>>, timeoutMs = 10_000): Promise<ConnectError> {
@@ -94,10 +86,10 @@ for (const target of storeTargets()) {
       t.falsy(bootstrapKey?.key, "no secret in a listing");
 
       t.is((await rest(base, "GET", "/api/webhookSubscription/events")).status, 200);
-      await until(async () => {
+      await eventually("the bootstrap key's last use", async () => {
         const keys = (await rest(base, "GET", `${CLIENTS}/${bootstrapLine?.clientId}/apiKeys`, undefined, adminAuth)).json.apiKeys;
         return typeof (keys as Array<Record<string, unknown>>)[0]?.lastUsedAt === "string";
-      }, "the bootstrap key's last use");
+      });
 
       const client = await createClient(base, "Keys");
       const issued = await rest(base, "POST", `${CLIENTS}/${client.id}/apiKeys`, { name: "ci pipeline" }, adminAuth);
@@ -193,11 +185,11 @@ for (const target of storeTargets()) {
       t.is((await rest(base, "GET", "/api/webhookSubscription", undefined, client.auth)).status, 200);
       const retried = await receiver.waitFor(2, 30_000);
       t.is(retried[1]?.headers["x-jobattempt"], "1", "the wait counted no attempt");
-      await until(
+      await eventually(
+        "delivery after enabling",
         async () =>
           ((await rest(base, "GET", `/api/internal/jobs/${jobId}`, undefined, adminAuth)).json.notification as { status?: string })
             ?.status === "NOTIFICATION_STATUS_DELIVERED",
-        "delivery after enabling",
       );
     },
   );
@@ -245,9 +237,9 @@ for (const target of storeTargets()) {
     t.false(listed.some((c) => c.id === id));
 
     for (const jobId of [delivered, pending]) {
-      await until(
-        async () => (await rest(base, "GET", `/api/internal/jobs/${jobId}`, undefined, adminAuth)).status === 404,
+      await eventually(
         `job ${jobId} purged`,
+        async () => (await rest(base, "GET", `/api/internal/jobs/${jobId}`, undefined, adminAuth)).status === 404,
       );
     }
     t.true(failing.requests.length <= attemptsAtDeletion + 1, "no attempt after the deletion, beyond one under way");

@@ -1,20 +1,15 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import test from "ava";
 import { adminAuth } from "../helpers/admin.js";
 import { runCli, watchCli } from "../helpers/cli.js";
+import { eventually } from "../helpers/eventually.js";
 import { kill, restartableService, spawnService } from "../helpers/process.js";
 import { API_KEY, rest } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
 /** Short, so that the test waits seconds for a lease to end: renewals and sweeps come every third of it. */
 const LEASE_MS = 2_000;
-
-/** Asks `read` every 200 ms until it answers true; the service tells nobody when a lease ends or is renewed. */
-async function until(what: string, read: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  for (const deadline = Date.now() + timeoutMs; !(await read()); await sleep(200)) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-  }
-}
+/** Asked every 200 ms: the service tells nobody when a lease ends or is renewed. */
+const LEASE_POLL = { intervalMs: 200 };
 
 for (const target of storeTargets()) {
   test.serial(
@@ -34,10 +29,14 @@ for (const target of storeTargets()) {
       const created = await rest(service.baseUrl, "GET", path);
       const firstEnd = Date.parse(String(created.json.leaseExpiresAt));
       t.true(firstEnd > Date.now() - LEASE_MS, `a lease is shown: ${created.text}`);
-      await until("the lease is renewed past its first end", async () => {
-        const now = await rest(service.baseUrl, "GET", path);
-        return Date.now() > firstEnd + LEASE_MS && Date.parse(String(now.json.leaseExpiresAt)) > firstEnd + LEASE_MS;
-      });
+      await eventually(
+        "the lease is renewed past its first end",
+        async () => {
+          const now = await rest(service.baseUrl, "GET", path);
+          return Date.now() > firstEnd + LEASE_MS && Date.parse(String(now.json.leaseExpiresAt)) > firstEnd + LEASE_MS;
+        },
+        LEASE_POLL,
+      );
       t.is((await rest(service.baseUrl, "GET", path)).status, 200, "kept past its first lease while listen runs");
 
       // The service is killed: listen cannot remove its relay, and says so.
@@ -51,7 +50,11 @@ for (const target of storeTargets()) {
 
       // Restarted, the service deletes it once its lease ended: it is gone from the list, and an event reaches nobody.
       await service.start();
-      await until("the relay subscription is deleted", async () => (await rest(service.baseUrl, "GET", path)).status === 404);
+      await eventually(
+        "the relay subscription is deleted",
+        async () => (await rest(service.baseUrl, "GET", path)).status === 404,
+        LEASE_POLL,
+      );
       const listed = await runCli(["--json", "subscriptions", "list"], env);
       t.is(listed.code, 0, listed.stderr);
       t.notRegex(listed.stdout, new RegExp(relay.id));
@@ -87,17 +90,25 @@ for (const target of storeTargets().filter((each) => each.name !== "pglite")) {
 
       // Both instances sweep; the renewals of the connected one's stream keep the relay past its first lease.
       const firstEnd = Date.parse(String((await rest(other.baseUrl, "GET", path)).json.leaseExpiresAt));
-      await until("the lease is renewed past its first end", async () => {
-        const now = await rest(other.baseUrl, "GET", path);
-        return Date.now() > firstEnd + LEASE_MS && Date.parse(String(now.json.leaseExpiresAt)) > firstEnd + LEASE_MS;
-      });
+      await eventually(
+        "the lease is renewed past its first end",
+        async () => {
+          const now = await rest(other.baseUrl, "GET", path);
+          return Date.now() > firstEnd + LEASE_MS && Date.parse(String(now.json.leaseExpiresAt)) > firstEnd + LEASE_MS;
+        },
+        LEASE_POLL,
+      );
       t.is((await rest(other.baseUrl, "GET", path)).status, 200);
 
       // listen dies without a word, and so does its instance: nobody renews the lease, and the other instance deletes the relay.
       listen.child.kill("SIGKILL");
       await listen.closed;
       await connected.stop("SIGKILL");
-      await until("the relay subscription is deleted", async () => (await rest(other.baseUrl, "GET", path)).status === 404);
+      await eventually(
+        "the relay subscription is deleted",
+        async () => (await rest(other.baseUrl, "GET", path)).status === 404,
+        LEASE_POLL,
+      );
     },
   );
 }
