@@ -10,8 +10,7 @@ import {
   HealthCheckResponse_ServingStatus as Status,
 } from "../../src/gen/grpc/health/v1/health_pb.js";
 import { grpcCall } from "../helpers/grpc.js";
-import { API_KEY, sharedService, startTestService } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { API_KEY, embeddedService, sharedService } from "../helpers/service.js";
 
 const run = promisify(execFile);
 const shared = sharedService(test);
@@ -70,13 +69,7 @@ test("grpc.health.v1 Check over real gRPC and over Connect JSON: SERVING while r
 });
 
 test.serial("grpc.health.v1 Watch over real gRPC: SERVING, then NOT_SERVING as the service shuts down, then the stream ends", async (t) => {
-  const store = await storeTargets()[0]?.create();
-  if (!store) return t.fail("no store");
-  const { service } = await startTestService(store.env);
-  t.teardown(async () => {
-    await service.stop();
-    await store.cleanup();
-  });
+  const { service } = await embeddedService(t);
   const client = new grpc.Client(`127.0.0.1:${service.port}`, grpc.credentials.createInsecure());
   const call = client.makeServerStreamRequest(
     "/grpc.health.v1.Health/Watch",

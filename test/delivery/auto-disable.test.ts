@@ -1,19 +1,14 @@
 import test from "ava";
 import { createClient } from "../helpers/admin.js";
 import { Receiver } from "../helpers/receiver.js";
-import { rest, startTestService } from "../helpers/service.js";
+import { rest, serviceOn } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
 for (const target of storeTargets()) {
   test.serial(`${target.name}: a subscription that keeps failing is disabled, with the reason in its state`, async (t) => {
-    const store = await target.create();
-    const { service, baseUrl } = await startTestService({ ...store.env, AUTO_DISABLE_AFTER: "300ms", RETRY_SCHEDULE: "200ms,200ms,200ms" });
     const receiver = await Receiver.start(() => ({ status: 503 }));
-    t.teardown(async () => {
-      await service.stop();
-      await receiver.close();
-      await store.cleanup();
-    });
+    t.teardown(() => receiver.close());
+    const { baseUrl } = await serviceOn(t, target, { AUTO_DISABLE_AFTER: "300ms", RETRY_SCHEDULE: "200ms,200ms,200ms" });
     const owner = await createClient(baseUrl, "Flaky");
     const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Shipped", url: receiver.url }, owner.auth);
     const id = created.json.id as string;

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import test from "ava";
 import { adminAuth, createClient } from "../helpers/admin.js";
 import { Receiver } from "../helpers/receiver.js";
-import { rest, startTestService } from "../helpers/service.js";
+import { rest, serviceOn } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
 /**
@@ -88,23 +88,20 @@ for (const target of storeTargets()) {
     `${target.name}: with one endpoint hung and ${FLOOD} pending for it, another client's sample arrives within 2 s; nothing is lost once it recovers`,
     async (t) => {
       t.timeout(180_000);
-      const store = await target.create();
       const hung = await new HungReceiver().start();
       const healthy = await Receiver.start();
-      const { service, baseUrl } = await startTestService({
-        ...store.env,
+      t.teardown(async () => {
+        await hung.close();
+        await healthy.close();
+      });
+      const { baseUrl } = await serviceOn(t, target, {
         // A hung request holds its slot for the whole test.
         DELIVERY_TIMEOUT_MS: "120000",
         DELIVERY_ENDPOINT_CONCURRENCY: String(PER_ENDPOINT),
         SCHEDULER_POLL_MS: "1000",
       });
-      t.teardown(async () => {
-        hung.recover();
-        await service.stop();
-        await hung.close();
-        await healthy.close();
-        await store.cleanup();
-      });
+      // Before the service stops (teardowns run last first).
+      t.teardown(() => hung.recover());
 
       // Client B: ten subscriptions on one hung origin, then a flood of a thousand notifications.
       const noisy = await createClient(baseUrl, "Noisy neighbour");
@@ -170,18 +167,12 @@ for (const target of storeTargets()) {
 
   test(`${target.name}: a receiver that answers in 8 s, with 200 notifications queued, gets no attempt recorded as a timeout`, async (t) => {
     t.timeout(120_000);
-    const store = await target.create();
     const slow = await Receiver.start(() => ({ status: 200, delayMs: 8_000 }));
-    const { service, baseUrl } = await startTestService({
-      ...store.env,
+    t.teardown(() => slow.close());
+    const { baseUrl } = await serviceOn(t, target, {
       DELIVERY_TIMEOUT_MS: "15000",
       DELIVERY_ENDPOINT_CONCURRENCY: "100",
       DELIVERY_CLIENT_CONCURRENCY: "100",
-    });
-    t.teardown(async () => {
-      await service.stop();
-      await slow.close();
-      await store.cleanup();
     });
     const owner = await createClient(baseUrl, "Patient");
     const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Shipped", url: slow.url }, owner.auth);

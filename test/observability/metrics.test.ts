@@ -2,7 +2,7 @@ import test from "ava";
 import { createClient } from "../helpers/admin.js";
 import { grew, sampleOf, scrape } from "../helpers/metrics.js";
 import { Receiver } from "../helpers/receiver.js";
-import { ADMIN_TOKEN, rest, startTestService } from "../helpers/service.js";
+import { ADMIN_TOKEN, embeddedService, rest, serviceOn } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
 const METRICS_TOKEN = "metrics-token-0123456789";
@@ -22,17 +22,14 @@ async function scrapeUntil(baseUrl: string, done: (samples: Map<string, number>)
 
 for (const target of storeTargets()) {
   test.serial(`${target.name}: /metrics counts a real publish, its deliveries and retries, and the queue drains to zero`, async (t) => {
-    const store = await target.create();
-    const { service, baseUrl } = await startTestService({ ...store.env, METRICS_TOKEN });
     const fine = await Receiver.start();
     let failures = 1;
     const flaky = await Receiver.start(() => (failures-- > 0 ? { status: 500 } : { status: 204 }));
     t.teardown(async () => {
-      await service.stop();
       await fine.close();
       await flaky.close();
-      await store.cleanup();
     });
+    const { baseUrl } = await serviceOn(t, target, { METRICS_TOKEN });
 
     const unauthorised = await fetch(`${baseUrl}/metrics`);
     t.is(unauthorised.status, 401, "METRICS_TOKEN guards the scrape");
@@ -101,21 +98,10 @@ for (const target of storeTargets()) {
 }
 
 test.serial("the queue gauges see a backlog: pending jobs, the oldest one's age, and endpoints at their cap", async (t) => {
-  const store = await storeTargets()[0]?.create();
-  if (!store) return t.fail("no store");
-  // One request at a time per endpoint, so that a receiver that does not answer holds its one slot and the rest wait.
-  const { service, baseUrl } = await startTestService({
-    ...store.env,
-    METRICS_TOKEN,
-    DELIVERY_ENDPOINT_CONCURRENCY: "1",
-    DELIVERY_TIMEOUT_MS: "60000",
-  });
   const held = await Receiver.start(() => ({ status: 200, delayMs: 60_000 }));
-  t.teardown(async () => {
-    await service.stop();
-    await held.close();
-    await store.cleanup();
-  });
+  t.teardown(() => held.close());
+  // One request at a time per endpoint, so that a receiver that does not answer holds its one slot and the rest wait.
+  const { baseUrl } = await embeddedService(t, { METRICS_TOKEN, DELIVERY_ENDPOINT_CONCURRENCY: "1", DELIVERY_TIMEOUT_MS: "60000" });
   const client = await createClient(baseUrl, "backlog");
   const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url: held.url }, client.auth);
   t.is(created.status, 200, created.text);
@@ -142,13 +128,7 @@ test.serial("the queue gauges see a backlog: pending jobs, the oldest one's age,
 });
 
 test.serial("METRICS_ENABLED=false: no /metrics", async (t) => {
-  const store = await storeTargets()[0]?.create();
-  if (!store) return t.fail("no store");
-  const { service, baseUrl } = await startTestService({ ...store.env, METRICS_ENABLED: "false" });
-  t.teardown(async () => {
-    await service.stop();
-    await store.cleanup();
-  });
+  const { baseUrl } = await embeddedService(t, { METRICS_ENABLED: "false" });
   const response = await fetch(`${baseUrl}/metrics`);
   t.is(response.status, 404);
   t.is((await fetch(`${baseUrl}/readyz`)).status, 200);

@@ -5,7 +5,7 @@ import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpa
 import test from "ava";
 import { createClient } from "../helpers/admin.js";
 import { Receiver } from "../helpers/receiver.js";
-import { ADMIN_TOKEN, rest, startTestService } from "../helpers/service.js";
+import { ADMIN_TOKEN, rest, serviceOn, startTestService } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
 // What startTracing registers, with an in-memory exporter instead of OTLP; this process (one test file) only.
@@ -34,14 +34,11 @@ const attemptsOf = (spans: ReadableSpan[], jobIds: readonly string[]) =>
 for (const target of storeTargets()) {
   test.serial(`${target.name}: a publish to two subscriptions is one trace: the call's span and a child span per attempt`, async (t) => {
     exporter.reset();
-    const store = await target.create();
-    const { service, baseUrl } = await startTestService({ ...store.env, PROPAGATE_TRACE_CONTEXT: "true" });
     const receivers = [await Receiver.start(), await Receiver.start()];
     t.teardown(async () => {
-      await service.stop();
       for (const receiver of receivers) await receiver.close();
-      await store.cleanup();
     });
+    const { baseUrl } = await serviceOn(t, target, { PROPAGATE_TRACE_CONTEXT: "true" });
     const client = await createClient(baseUrl, "traced");
     for (const receiver of receivers) {
       const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url: receiver.url }, client.auth);
