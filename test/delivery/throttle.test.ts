@@ -4,7 +4,7 @@ import test from "ava";
 import { DeliveryActivityKind, DeliveryService } from "../../src/gen/webhooks/v1/delivery_service_pb.js";
 import { createClient, publishEvent, registerEventType } from "../helpers/admin.js";
 import { Receiver } from "../helpers/receiver.js";
-import { embeddedService, rest, serviceOn, startTestService } from "../helpers/service.js";
+import { anotherInstance, embeddedService, rest, serviceOn } from "../helpers/service.js";
 import { postgresOnly, storeTargets, testOn } from "../helpers/stores.js";
 import { Watching } from "../helpers/watch.js";
 
@@ -141,8 +141,7 @@ if (postgres) {
     const slow = await Receiver.start();
     t.teardown(() => slow.close());
     const a = await serviceOn(t, postgres, DEFAULT_POLL);
-    const b = await startTestService({ ...a.storeEnv, ...DEFAULT_POLL });
-    t.teardown(() => b.service.stop());
+    const b = await anotherInstance(t, a, DEFAULT_POLL);
     const owner = await setUp(a.baseUrl);
     await subscribe(t, a.baseUrl, owner.auth, { url: slow.url, rateLimitPerSecond: RATE });
     // Publishes through both: each instance accepts (and may lock) its own half.

@@ -84,6 +84,13 @@ export async function serviceOn(t: ExecutionContext, target: StoreTarget, env: R
   return { ...running, storeEnv: store.env };
 }
 
+/** One more instance of the service on the database `first` runs on (with `env`), stopped when the test `t` ends. */
+export async function anotherInstance(t: ExecutionContext, first: ServiceOnStore, env: Record<string, string> = {}): Promise<TestService> {
+  const running = await startTestService({ ...first.storeEnv, ...env });
+  t.teardown(() => running.service.stop());
+  return running;
+}
+
 /** `serviceOn` the embedded store (PGlite): for a test of the API that needs no other store. */
 export function embeddedService(t: ExecutionContext, env: Record<string, string> = {}): Promise<ServiceOnStore> {
   return serviceOn(t, embeddedTarget(), env);
