@@ -7,6 +7,7 @@ import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { startService } from "../../src/service.js";
 import { adminAuth, createClient } from "../helpers/admin.js";
+import { postPublish, postSample, postSubscription } from "../helpers/calls.js";
 import { eventually } from "../helpers/eventually.js";
 import { Receiver } from "../helpers/receiver.js";
 import { API_KEY, FAST_TEST_ENV, rest, startTestService, type TestService } from "../helpers/service.js";
@@ -131,18 +132,9 @@ for (const target of storeTargets()) {
       const receiver = await Receiver.start(() => ({ status: answers++ === 0 ? 500 : 200 }));
       t.teardown(() => receiver.close());
       const client = await createClient(base, "To disable");
-      t.is(
-        (await rest(base, "POST", "/api/webhookSubscription", { event: "Lifecycle.Happened", url: receiver.url }, client.auth)).status,
-        200,
-      );
+      t.is((await postSubscription(base, { event: "Lifecycle.Happened", url: receiver.url }, client.auth)).status, 200);
       const watching = await watchOver(TRANSPORTS.Connect?.(base) as Transport, client.key);
-      const published = await rest(
-        base,
-        "POST",
-        "/api/internal/events/publish",
-        { clientId: client.id, event: "Lifecycle.Happened", payload: {} },
-        adminAuth,
-      );
+      const published = await postPublish(base, { clientId: client.id, event: "Lifecycle.Happened", payload: {} }, adminAuth);
       t.is(published.status, 200, published.text);
       const [jobId] = published.json.jobIds as string[];
       await receiver.waitFor(1);
@@ -157,13 +149,7 @@ for (const target of storeTargets()) {
       t.is(refused.status, 403, refused.text);
       t.is(refused.json.code, "permission_denied");
       t.regex(String(refused.json.message), /disabled \(unpaid invoice\)/);
-      const publish = await rest(
-        base,
-        "POST",
-        "/api/internal/events/publish",
-        { clientId: client.id, event: "Lifecycle.Happened", payload: {} },
-        adminAuth,
-      );
+      const publish = await postPublish(base, { clientId: client.id, event: "Lifecycle.Happened", payload: {} }, adminAuth);
       t.is(publish.status, 400, publish.text);
       t.is(publish.json.code, "failed_precondition");
       t.regex(String(publish.json.message), /disabled/);
@@ -207,9 +193,9 @@ for (const target of storeTargets()) {
     t.is(created.status, 200, created.text);
     const id = (created.json.client as { id: string }).id;
     const auth = { authorization: `Bearer ${(created.json.apiKey as { key: string }).key}` };
-    t.is((await rest(base, "POST", "/api/webhookSubscription", { event: "Lifecycle.Happened", url: ok.url }, auth)).status, 200);
-    t.is((await rest(base, "POST", "/api/webhookSubscription", { event: "Lifecycle.Failed", url: failing.url }, auth)).status, 200);
-    const publish = (event: string) => rest(base, "POST", "/api/internal/events/publish", { clientId: id, event, payload: {} }, adminAuth);
+    t.is((await postSubscription(base, { event: "Lifecycle.Happened", url: ok.url }, auth)).status, 200);
+    t.is((await postSubscription(base, { event: "Lifecycle.Failed", url: failing.url }, auth)).status, 200);
+    const publish = (event: string) => postPublish(base, { clientId: id, event, payload: {} }, adminAuth);
     const [delivered] = (await publish("Lifecycle.Happened")).json.jobIds as string[];
     const [pending] = (await publish("Lifecycle.Failed")).json.jobIds as string[];
     await ok.waitFor(1);
@@ -270,8 +256,8 @@ for (const target of sharedTargets(test, "revoking on one instance ends the key'
     // Another key's stream on B goes on: it still hears what happens.
     const receiver = await Receiver.start();
     t.teardown(() => receiver.close());
-    t.is((await rest(a.baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url: receiver.url })).status, 200);
-    const sample = await rest(b.baseUrl, "POST", "/api/webhookSubscription/triggerSampleEventNotification", {
+    t.is((await postSubscription(a.baseUrl, { event: "Order.Created", url: receiver.url })).status, 200);
+    const sample = await postSample(b.baseUrl, {
       event: "Order.Created",
       url: receiver.url,
     });

@@ -1,5 +1,6 @@
 import test from "ava";
 import { createClient } from "../helpers/admin.js";
+import { postSample, postSubscription } from "../helpers/calls.js";
 import { Receiver } from "../helpers/receiver.js";
 import { rest, serviceOn } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
@@ -10,15 +11,9 @@ for (const target of storeTargets()) {
     t.teardown(() => receiver.close());
     const { baseUrl } = await serviceOn(t, target, { AUTO_DISABLE_AFTER: "300ms", RETRY_SCHEDULE: "200ms,200ms,200ms" });
     const owner = await createClient(baseUrl, "Flaky");
-    const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Shipped", url: receiver.url }, owner.auth);
+    const created = await postSubscription(baseUrl, { event: "Order.Shipped", url: receiver.url }, owner.auth);
     const id = created.json.id as string;
-    await rest(
-      baseUrl,
-      "POST",
-      "/api/webhookSubscription/triggerSampleEventNotification",
-      { event: "Order.Shipped", url: receiver.url },
-      owner.auth,
-    );
+    await postSample(baseUrl, { event: "Order.Shipped", url: receiver.url }, owner.auth);
     await receiver.waitFor(2);
     const failing = await rest(baseUrl, "GET", `/api/webhookSubscription/${id}`, undefined, owner.auth);
     t.truthy(failing.json.failingSince, "the failure streak is visible");
@@ -38,13 +33,7 @@ for (const target of storeTargets()) {
     t.true(enabled.json.enabled as boolean);
     t.is(enabled.json.disabledReason, "");
     t.is(enabled.json.failingSince, undefined);
-    const sample = await rest(
-      baseUrl,
-      "POST",
-      "/api/webhookSubscription/triggerSampleEventNotification",
-      { event: "Order.Shipped", url: receiver.url },
-      owner.auth,
-    );
+    const sample = await postSample(baseUrl, { event: "Order.Shipped", url: receiver.url }, owner.auth);
     t.is(sample.status, 200);
     // Retries of the first notification may still arrive around it: wait for the sample's own job.
     const delivered = await receiver.waitForJob(sample.json.jobId as string);

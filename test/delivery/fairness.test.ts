@@ -2,6 +2,7 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import test from "ava";
 import { adminAuth, createClient } from "../helpers/admin.js";
+import { postPublish, postSample, postSubscription } from "../helpers/calls.js";
 import { Receiver } from "../helpers/receiver.js";
 import { rest, serviceOn } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
@@ -106,26 +107,14 @@ for (const target of storeTargets()) {
       // Client B: ten subscriptions on one hung origin, then a flood of a thousand notifications.
       const noisy = await createClient(baseUrl, "Noisy neighbour");
       for (let i = 0; i < SUBSCRIPTIONS; i++) {
-        const created = await rest(
-          baseUrl,
-          "POST",
-          "/api/webhookSubscription",
-          { event: "Order.Shipped", url: hung.url(`s=${i}`) },
-          noisy.auth,
-        );
+        const created = await postSubscription(baseUrl, { event: "Order.Shipped", url: hung.url(`s=${i}`) }, noisy.auth);
         t.is(created.status, 200, created.text);
       }
       const accepted = new Set<string>();
       for (let batch = 0; batch < FLOOD / SUBSCRIPTIONS; batch += 20) {
         const published = await Promise.all(
           Array.from({ length: 20 }, (_, i) =>
-            rest(
-              baseUrl,
-              "POST",
-              "/api/internal/events/publish",
-              { clientId: noisy.id, event: "Order.Shipped", payload: { OrderId: `o${batch + i}` } },
-              adminAuth,
-            ),
+            postPublish(baseUrl, { clientId: noisy.id, event: "Order.Shipped", payload: { OrderId: `o${batch + i}` } }, adminAuth),
           ),
         );
         for (const p of published) {
@@ -138,16 +127,10 @@ for (const target of storeTargets()) {
 
       // Client A, meanwhile: its sample goes straight through.
       const quiet = await createClient(baseUrl, "Quiet client");
-      const subscribed = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url: healthy.url }, quiet.auth);
+      const subscribed = await postSubscription(baseUrl, { event: "Order.Created", url: healthy.url }, quiet.auth);
       t.is(subscribed.status, 200, subscribed.text);
       const started = Date.now();
-      const sample = await rest(
-        baseUrl,
-        "POST",
-        "/api/webhookSubscription/triggerSampleEventNotification",
-        { event: "Order.Created", url: healthy.url },
-        quiet.auth,
-      );
+      const sample = await postSample(baseUrl, { event: "Order.Created", url: healthy.url }, quiet.auth);
       t.is(sample.status, 200, sample.text);
       await healthy.waitForJob(sample.json.jobId as string, 10_000);
       const latency = Date.now() - started;
@@ -175,19 +158,13 @@ for (const target of storeTargets()) {
       DELIVERY_CLIENT_CONCURRENCY: "100",
     });
     const owner = await createClient(baseUrl, "Patient");
-    const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Shipped", url: slow.url }, owner.auth);
+    const created = await postSubscription(baseUrl, { event: "Order.Shipped", url: slow.url }, owner.auth);
     t.is(created.status, 200, created.text);
     const ids: string[] = [];
     for (let i = 0; i < 200; i += 50) {
       const published = await Promise.all(
         Array.from({ length: 50 }, (_, j) =>
-          rest(
-            baseUrl,
-            "POST",
-            "/api/internal/events/publish",
-            { clientId: owner.id, event: "Order.Shipped", payload: { OrderId: `o${i + j}` } },
-            adminAuth,
-          ),
+          postPublish(baseUrl, { clientId: owner.id, event: "Order.Shipped", payload: { OrderId: `o${i + j}` } }, adminAuth),
         ),
       );
       for (const p of published) ids.push(...(p.json.jobIds as string[]));

@@ -1,5 +1,6 @@
 import test from "ava";
 import { createClient } from "../helpers/admin.js";
+import { postPublish, postSubscription } from "../helpers/calls.js";
 import { grew, sampleOf, scrape } from "../helpers/metrics.js";
 import { Receiver } from "../helpers/receiver.js";
 import { ADMIN_TOKEN, embeddedService, rest, serviceOn } from "../helpers/service.js";
@@ -40,25 +41,13 @@ for (const target of storeTargets()) {
 
     const client = await createClient(baseUrl, "metrics");
     for (const url of [fine.url, flaky.url]) {
-      const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url }, client.auth);
+      const created = await postSubscription(baseUrl, { event: "Order.Created", url }, client.auth);
       t.is(created.status, 200, created.text);
     }
     const before = await scrape(baseUrl, METRICS_TOKEN);
-    const published = await rest(
-      baseUrl,
-      "POST",
-      "/api/internal/events/publish",
-      { clientId: client.id, event: "Order.Created", payload: ORDER },
-      admin,
-    );
+    const published = await postPublish(baseUrl, { clientId: client.id, event: "Order.Created", payload: ORDER }, admin);
     t.is(published.status, 200, published.text);
-    const nobody = await rest(
-      baseUrl,
-      "POST",
-      "/api/internal/events/publish",
-      { clientId: client.id, event: "Order.Shipped", payload: {} },
-      admin,
-    );
+    const nobody = await postPublish(baseUrl, { clientId: client.id, event: "Order.Shipped", payload: {} }, admin);
     t.is(nobody.status, 200, nobody.text);
     const missing = await rest(baseUrl, "GET", "/api/webhookSubscription/sub_0123456789abcdef0123456789abcdef", undefined, client.auth);
     t.is(missing.status, 404);
@@ -103,16 +92,10 @@ test.serial("the queue gauges see a backlog: pending jobs, the oldest one's age,
   // One request at a time per endpoint, so that a receiver that does not answer holds its one slot and the rest wait.
   const { baseUrl } = await embeddedService(t, { METRICS_TOKEN, DELIVERY_ENDPOINT_CONCURRENCY: "1", DELIVERY_TIMEOUT_MS: "60000" });
   const client = await createClient(baseUrl, "backlog");
-  const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url: held.url }, client.auth);
+  const created = await postSubscription(baseUrl, { event: "Order.Created", url: held.url }, client.auth);
   t.is(created.status, 200, created.text);
   for (let i = 0; i < 5; i++) {
-    const published = await rest(
-      baseUrl,
-      "POST",
-      "/api/internal/events/publish",
-      { clientId: client.id, event: "Order.Created", payload: ORDER },
-      admin,
-    );
+    const published = await postPublish(baseUrl, { clientId: client.id, event: "Order.Created", payload: ORDER }, admin);
     t.is(published.status, 200, published.text);
   }
   await held.waitFor(1);
