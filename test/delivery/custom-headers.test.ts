@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import test from "ava";
 import { createClient, publishEvent, registerEventType } from "../helpers/admin.js";
+import { postSample, postSubscription } from "../helpers/calls.js";
 import { Receiver } from "../helpers/receiver.js";
 import { embeddedService, rest, serviceOn } from "../helpers/service.js";
 import { type StoreTarget, storeTargets, testOn } from "../helpers/stores.js";
@@ -66,10 +67,8 @@ for (const target of storeTargets()) {
       const marker = `description-${randomBytes(8).toString("hex")}`;
       const { service, baseUrl: base, storeEnv } = await serviceOn(t, target);
       const owner = await setUp(base);
-      const created = await rest(
+      const created = await postSubscription(
         base,
-        "POST",
-        "/api/webhookSubscription",
         { event: EVENT, url: receiver.url, description: marker, headers: { "X-Api-Key": secret, "X-Tenant": "acme" } },
         owner.auth,
       );
@@ -81,13 +80,7 @@ for (const target of storeTargets()) {
       const listed = await rest(base, "GET", "/api/webhookSubscription", undefined, owner.auth);
       t.false(listed.text.includes(secret), "nor does the list show them");
 
-      const sample = await rest(
-        base,
-        "POST",
-        "/api/webhookSubscription/triggerSampleEventNotification",
-        { event: EVENT, url: receiver.url },
-        owner.auth,
-      );
+      const sample = await postSample(base, { event: EVENT, url: receiver.url }, owner.auth);
       t.is(sample.status, 200, sample.text);
       await publish(base, owner.id, 1);
       const [first, second] = await receiver.waitFor(2);
@@ -138,18 +131,12 @@ test("bad headers are refused with 400 naming the header and the problem", async
     [Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`X-H${i}`, "v"])), /headers: at most 20 headers, not 21/],
   ];
   for (const [headers, message] of cases) {
-    const refused = await rest(
-      base,
-      "POST",
-      "/api/webhookSubscription",
-      { event: EVENT, url: "https://example.com/hook", headers },
-      owner.auth,
-    );
+    const refused = await postSubscription(base, { event: EVENT, url: "https://example.com/hook", headers }, owner.auth);
     t.is(refused.status, 400, refused.text);
     t.is(refused.json.code, "invalid_argument");
     t.regex(String(refused.json.message), message);
   }
-  const created = await rest(base, "POST", "/api/webhookSubscription", { event: EVENT, url: "https://example.com/hook" }, owner.auth);
+  const created = await postSubscription(base, { event: EVENT, url: "https://example.com/hook" }, owner.auth);
   t.is(created.status, 200, created.text);
   t.deepEqual(created.json.headers ?? {}, {}, "none given, none shown");
   const notString = await rest(base, "PATCH", `/api/webhookSubscription/${created.json.id}`, { headers: { "X-Count": 5 } }, owner.auth);

@@ -1,6 +1,7 @@
 import test from "ava";
 import { verifyBody } from "../../src/domain/signature.js";
 import { adminAuth, createClient } from "../helpers/admin.js";
+import { postPublish, postSubscription } from "../helpers/calls.js";
 import { Receiver } from "../helpers/receiver.js";
 import { embeddedService, rest, serviceOn } from "../helpers/service.js";
 import { storeTargets, testOn } from "../helpers/stores.js";
@@ -31,7 +32,7 @@ for (const target of storeTargets()) {
 
       const owner = await createClient(base, "Operations");
       const subscribe = async (event: string, url: string) => {
-        const created = await rest(base, "POST", "/api/webhookSubscription", { event, url }, owner.auth);
+        const created = await postSubscription(base, { event, url }, owner.auth);
         t.is(created.status, 200, created.text);
         return created.json as { id: string; signatureKey: string };
       };
@@ -40,10 +41,8 @@ for (const target of storeTargets()) {
       // Takes the same events and answers 410 itself: disabled in turn, it must not hear of itself.
       const alsoGone = await subscribe("Subscription.Disabled", goneWatcher.url);
 
-      const published = await rest(
+      const published = await postPublish(
         base,
-        "POST",
-        "/api/internal/events/publish",
         { clientId: owner.id, event: "Order.Created", payload: { OrderId: "o-1", CustomerId: "c-1", Currency: "EUR", TotalAmount: 1 } },
         adminAuth,
       );
@@ -80,7 +79,7 @@ for (const target of storeTargets()) {
       const { baseUrl: base } = await serviceOn(t, target, { FAILING_NOTICE_AFTER: "300ms" });
       const owner = await createClient(base, "Operations");
       const subscribe = async (event: string, url: string) => {
-        const created = await rest(base, "POST", "/api/webhookSubscription", { event, url }, owner.auth);
+        const created = await postSubscription(base, { event, url }, owner.auth);
         t.is(created.status, 200, created.text);
         return created.json as { id: string; signatureKey: string };
       };
@@ -88,10 +87,8 @@ for (const target of storeTargets()) {
       await subscribe("Subscription.Failing", watcher.url);
       // Two notifications, each retried five times 100 ms apart: one streak of about half a second.
       for (const n of [1, 2]) {
-        const published = await rest(
+        const published = await postPublish(
           base,
-          "POST",
-          "/api/internal/events/publish",
           { clientId: owner.id, event: "Order.Shipped", payload: { OrderId: `o-${n}`, Carrier: "DHL", TrackingNumber: "1" } },
           adminAuth,
         );
@@ -117,7 +114,7 @@ test("a key rotation entering its last hour is told once per deadline, to the cl
   const { baseUrl: base } = await embeddedService(t, { KEY_ROTATION_GRACE: "30m" });
   const owner = await createClient(base, "Operations");
   const subscribe = async (event: string, url: string) => {
-    const created = await rest(base, "POST", "/api/webhookSubscription", { event, url }, owner.auth);
+    const created = await postSubscription(base, { event, url }, owner.auth);
     t.is(created.status, 200, created.text);
     return created.json as { id: string };
   };

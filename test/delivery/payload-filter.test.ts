@@ -1,5 +1,6 @@
 import test from "ava";
 import { createClient, publishEvent, registerEventType } from "../helpers/admin.js";
+import { postSample, postSubscription } from "../helpers/calls.js";
 import { Receiver } from "../helpers/receiver.js";
 import { embeddedService, rest, serviceOn } from "../helpers/service.js";
 import { storeTargets, testOn } from "../helpers/stores.js";
@@ -64,7 +65,7 @@ for (const target of storeTargets()) {
       t.teardown(() => receiver.close());
       const { baseUrl: base } = await serviceOn(t, target);
       const owner = await setUp(base);
-      const created = await rest(base, "POST", "/api/webhookSubscription", { event: EVENT, url: receiver.url, filter: FILTER }, owner.auth);
+      const created = await postSubscription(base, { event: EVENT, url: receiver.url, filter: FILTER }, owner.auth);
       t.is(created.status, 200, created.text);
       t.deepEqual(created.json.filter, FILTER, "the subscription shows its filter");
       const read = await rest(base, "GET", `/api/webhookSubscription/${created.json.id}`, undefined, owner.auth);
@@ -104,13 +105,7 @@ for (const target of storeTargets()) {
       );
 
       // The sample goes out whatever the filter says.
-      const sample = await rest(
-        base,
-        "POST",
-        "/api/webhookSubscription/triggerSampleEventNotification",
-        { event: EVENT, url: receiver.url },
-        owner.auth,
-      );
+      const sample = await postSample(base, { event: EVENT, url: receiver.url }, owner.auth);
       t.is(sample.status, 200, sample.text);
       const sent = await receiver.waitForJob(String(sample.json.jobId));
       t.is((JSON.parse(sent.body) as { OrderId: string }).OrderId, "sample");
@@ -135,28 +130,16 @@ test("a bad filter is refused with 400 saying where; an update replaces the filt
     [{ A: { B: { C: { D: { E: { F: { G: { H: { I: 1 } } } } } } } } }, /^filter: nested more than 8 deep$/],
   ];
   for (const [filter, message] of cases) {
-    const refused = await rest(
-      base,
-      "POST",
-      "/api/webhookSubscription",
-      { event: EVENT, url: "https://example.com/hook", filter },
-      owner.auth,
-    );
+    const refused = await postSubscription(base, { event: EVENT, url: "https://example.com/hook", filter }, owner.auth);
     t.is(refused.status, 400, refused.text);
     t.is(refused.json.code, "invalid_argument");
     t.regex(String(refused.json.message), message);
   }
-  const notObject = await rest(
-    base,
-    "POST",
-    "/api/webhookSubscription",
-    { event: EVENT, url: "https://example.com/hook", filter: [1] },
-    owner.auth,
-  );
+  const notObject = await postSubscription(base, { event: EVENT, url: "https://example.com/hook", filter: [1] }, owner.auth);
   t.is(notObject.status, 400, notObject.text);
   t.is(notObject.json.code, "invalid_argument", "a filter that is no object is refused");
 
-  const created = await rest(base, "POST", "/api/webhookSubscription", { event: EVENT, url: "https://example.com/hook" }, owner.auth);
+  const created = await postSubscription(base, { event: EVENT, url: "https://example.com/hook" }, owner.auth);
   t.is(created.json.filter, undefined, "none given, none shown");
   const path = `/api/webhookSubscription/${created.json.id}`;
   const set = await rest(base, "PATCH", path, { filter: { Currency: "EUR" } }, owner.auth);

@@ -3,6 +3,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import test from "ava";
 import { DeliveryActivityKind, DeliveryService } from "../../src/gen/webhooks/v1/delivery_service_pb.js";
 import { createClient, publishEvent, registerEventType } from "../helpers/admin.js";
+import { postSubscription } from "../helpers/calls.js";
 import { Receiver } from "../helpers/receiver.js";
 import { anotherInstance, embeddedService, rest, serviceOn } from "../helpers/service.js";
 import { postgresOnly, storeTargets, testOn } from "../helpers/stores.js";
@@ -37,7 +38,7 @@ async function subscribe(
   auth: Record<string, string>,
   body: object,
 ) {
-  const created = await rest(base, "POST", "/api/webhookSubscription", { event: "Throttle.Tick", ...body }, auth);
+  const created = await postSubscription(base, { event: "Throttle.Tick", ...body }, auth);
   t.is(created.status, 200, created.text);
   return created.json;
 }
@@ -114,10 +115,8 @@ test("a rate limit is a whole number from 0 to 10000; 0 removes it", async (t) =
   const { baseUrl: base } = await embeddedService(t);
   const owner = await setUp(base);
   for (const bad of [10_001, 2.5, -1]) {
-    const refused = await rest(
+    const refused = await postSubscription(
       base,
-      "POST",
-      "/api/webhookSubscription",
       { event: "Throttle.Tick", url: "https://example.com/hook", rateLimitPerSecond: bad },
       owner.auth,
     );
