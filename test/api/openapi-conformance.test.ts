@@ -10,16 +10,8 @@ import { sharedService } from "../helpers/service.js";
 const RATE_LIMIT = { RATE_LIMIT_PER_SECOND: "20", RATE_LIMIT_BURST: "40" };
 const running = sharedService(test, { MAX_BODY_BYTES: "65536", ...RATE_LIMIT });
 const checker = new OpenApiChecker(generated);
-let receiver: Receiver;
-
-test.before(async () => {
-  // Every delivery fails, so there are failed notifications to list and recover.
-  receiver = await Receiver.start(() => ({ status: 500 }));
-});
-
-test.after.always(async () => {
-  await receiver?.close();
-});
+// Every delivery fails, so there are failed notifications to list and recover.
+const receiver = Receiver.shared(test, () => ({ status: 500 }));
 
 interface Answer {
   status: number;
