@@ -1,4 +1,4 @@
-import test from "ava";
+import test, { type ExecutionContext } from "ava";
 import { verifyBody } from "../../src/domain/signature.js";
 import { adminAuth, createClient } from "../helpers/admin.js";
 import { postPublish, postSubscription } from "../helpers/calls.js";
@@ -17,6 +17,13 @@ interface Disabled {
   DisabledAt: string;
 }
 
+/** Subscribes `owner` to `event` at `url`, checking that it was created. */
+async function subscribeTo(t: ExecutionContext, base: string, owner: { auth: Record<string, string> }, event: string, url: string) {
+  const created = await postSubscription(base, { event, url }, owner.auth);
+  t.is(created.status, 200, created.text);
+  return created.json as { id: string; signatureKey: string };
+}
+
 for (const target of storeTargets()) {
   testOn(test, target)(
     `${target.name}: a disabled subscription is told once, signed, to the client's Subscription.Disabled subscribers, never to itself`,
@@ -31,11 +38,7 @@ for (const target of storeTargets()) {
       t.truthy(listed?.jsonSchema, "the catalog lists the operational event with its schema");
 
       const owner = await createClient(base, "Operations");
-      const subscribe = async (event: string, url: string) => {
-        const created = await postSubscription(base, { event, url }, owner.auth);
-        t.is(created.status, 200, created.text);
-        return created.json as { id: string; signatureKey: string };
-      };
+      const subscribe = (event: string, url: string) => subscribeTo(t, base, owner, event, url);
       const orders = await subscribe("Order.Created", gone.url);
       const told = await subscribe("Subscription.Disabled", watcher.url);
       // Takes the same events and answers 410 itself: disabled in turn, it must not hear of itself.
@@ -78,11 +81,7 @@ for (const target of storeTargets()) {
       failing.respond = () => ({ status: 500, body: "down" });
       const { baseUrl: base } = await serviceOn(t, target, { FAILING_NOTICE_AFTER: "300ms" });
       const owner = await createClient(base, "Operations");
-      const subscribe = async (event: string, url: string) => {
-        const created = await postSubscription(base, { event, url }, owner.auth);
-        t.is(created.status, 200, created.text);
-        return created.json as { id: string; signatureKey: string };
-      };
+      const subscribe = (event: string, url: string) => subscribeTo(t, base, owner, event, url);
       const down = await subscribe("Order.Shipped", failing.url);
       await subscribe("Subscription.Failing", watcher.url);
       // Two notifications, each retried five times 100 ms apart: one streak of about half a second.
@@ -113,11 +112,7 @@ test("a key rotation entering its last hour is told once per deadline, to the cl
   t.teardown(() => Promise.all([receiver.close(), watcher.close()]));
   const { baseUrl: base } = await embeddedService(t, { KEY_ROTATION_GRACE: "30m" });
   const owner = await createClient(base, "Operations");
-  const subscribe = async (event: string, url: string) => {
-    const created = await postSubscription(base, { event, url }, owner.auth);
-    t.is(created.status, 200, created.text);
-    return created.json as { id: string };
-  };
+  const subscribe = (event: string, url: string) => subscribeTo(t, base, owner, event, url);
   const rotating = await subscribe("Order.Created", receiver.url);
   await subscribe("SignatureKey.RotationEnding", watcher.url);
   const rotate = async () => {
