@@ -1,6 +1,7 @@
 import test from "ava";
 import { createClient } from "../helpers/admin.js";
 import { postPublish, postSubscription } from "../helpers/calls.js";
+import { eventually } from "../helpers/eventually.js";
 import { grew, sampleOf, scrape } from "../helpers/metrics.js";
 import { Receiver } from "../helpers/receiver.js";
 import { ADMIN_TOKEN, embeddedService, rest, serviceOn } from "../helpers/service.js";
@@ -11,14 +12,15 @@ const ORDER = { OrderId: "ord_42", CustomerId: "cus_7", TotalAmount: 42.5, Curre
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
 /** Scrapes until `done` holds of a scrape, for at most `timeoutMs`; answers that scrape. */
-async function scrapeUntil(baseUrl: string, done: (samples: Map<string, number>) => boolean, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const samples = await scrape(baseUrl, METRICS_TOKEN);
-    if (done(samples)) return samples;
-    if (Date.now() > deadline) throw new Error("the metrics did not get there in time");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+function scrapeUntil(baseUrl: string, done: (samples: Map<string, number>) => boolean, timeoutMs = 20_000) {
+  return eventually(
+    "the metrics to get there",
+    async () => {
+      const samples = await scrape(baseUrl, METRICS_TOKEN);
+      return done(samples) ? samples : undefined;
+    },
+    { timeoutMs, intervalMs: 50 },
+  );
 }
 
 for (const target of storeTargets()) {
