@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
 import { adminAuth, createClient } from "../test/helpers/admin.js";
+import { eventually } from "../test/helpers/eventually.js";
 import { Receiver } from "../test/helpers/receiver.js";
 import { rest, startTestService } from "../test/helpers/service.js";
 
@@ -24,15 +25,6 @@ const FIXTURE_DIR = join(import.meta.dirname, "..", "test", "fixtures", "upgrade
 
 const adminUrl = process.env.POSTGRES_URL;
 if (!adminUrl) throw new Error("set POSTGRES_URL to a PostgreSQL server the fixture can be made on");
-
-/** Polls `check` until it answers true; fails after `timeoutMs`. */
-async function eventually(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 const name = `wh_upgrade_fixture_${randomBytes(4).toString("hex")}`;
 const admin = new pg.Client({ connectionString: adminUrl });
@@ -86,12 +78,12 @@ try {
   ];
   const failed = await publish("Order.Created", { OrderId: "ord_3", CustomerId: "cus_3", TotalAmount: 12.5, Currency: "EUR" });
   for (const id of delivered)
-    await eventually(
-      async () => (await statusOf(subscriptions.delivered, id)) === "NOTIFICATION_STATUS_DELIVERED",
-      20_000,
-      `${id} delivered`,
-    );
-  await eventually(async () => (await statusOf(subscriptions.failed, failed)) === "NOTIFICATION_STATUS_FAILED", 20_000, `${failed} failed`);
+    await eventually(`${id} delivered`, async () => (await statusOf(subscriptions.delivered, id)) === "NOTIFICATION_STATUS_DELIVERED", {
+      timeoutMs: 20_000,
+    });
+  await eventually(`${failed} failed`, async () => (await statusOf(subscriptions.failed, failed)) === "NOTIFICATION_STATUS_FAILED", {
+    timeoutMs: 20_000,
+  });
   const pending = await publish("Order.Cancelled", { OrderId: "ord_4" });
   await hanging.waitForJob(pending);
   const expected = [

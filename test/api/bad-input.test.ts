@@ -5,15 +5,7 @@ import { API_KEY, rest, restAnswer, sharedService } from "../helpers/service.js"
 
 // Production target rules: no private addresses, no plain http.
 const running = sharedService(test, { MAX_BODY_BYTES: "65536", ALLOW_PRIVATE_TARGETS: "false", ALLOW_HTTP_TARGETS: "false" });
-let receiver: Receiver;
-
-test.before(async () => {
-  receiver = await Receiver.start();
-});
-
-test.after.always(async () => {
-  await receiver?.close();
-});
+const receiver = Receiver.shared(test);
 
 const SUBSCRIBE = "/api/webhookSubscription";
 const auth = { authorization: `Bearer ${API_KEY}` };

@@ -7,6 +7,8 @@ import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { startService } from "../../src/service.js";
 import { adminAuth, createClient } from "../helpers/admin.js";
+import { postPublish, postSample, postSubscription } from "../helpers/calls.js";
+import { eventually } from "../helpers/eventually.js";
 import { Receiver } from "../helpers/receiver.js";
 import { API_KEY, FAST_TEST_ENV, rest, startTestService, type TestService } from "../helpers/service.js";
 import { type StoreTarget, sharedTargets, storeTargets, testOn } from "../helpers/stores.js";
@@ -15,15 +17,6 @@ import { watchOver } from "../helpers/watch.js";
 const CLIENTS = "/api/internal/clients";
 /** Retries a second apart: an operator's call made right after a failed attempt lands before its retry. */
 const ENV = { RETRY_SCHEDULE: "1s,1s,1s,1s,1s" };
-
-/** Polls `check` every 100 ms until it holds, for up to `timeoutMs`. */
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 /** How a watch ended: the Connect error it ended with (it must end within `timeoutMs`). */
 async function endOf(watching: Awaited<ReturnType<typeof watchOver>>, timeoutMs = 10_000): Promise<ConnectError> {
@@ -94,10 +87,10 @@ for (const target of storeTargets()) {
       t.falsy(bootstrapKey?.key, "no secret in a listing");
 
       t.is((await rest(base, "GET", "/api/webhookSubscription/events")).status, 200);
-      await until(async () => {
+      await eventually("the bootstrap key's last use", async () => {
         const keys = (await rest(base, "GET", `${CLIENTS}/${bootstrapLine?.clientId}/apiKeys`, undefined, adminAuth)).json.apiKeys;
         return typeof (keys as Array<Record<string, unknown>>)[0]?.lastUsedAt === "string";
-      }, "the bootstrap key's last use");
+      });
 
       const client = await createClient(base, "Keys");
       const issued = await rest(base, "POST", `${CLIENTS}/${client.id}/apiKeys`, { name: "ci pipeline" }, adminAuth);
@@ -139,18 +132,9 @@ for (const target of storeTargets()) {
       const receiver = await Receiver.start(() => ({ status: answers++ === 0 ? 500 : 200 }));
       t.teardown(() => receiver.close());
       const client = await createClient(base, "To disable");
-      t.is(
-        (await rest(base, "POST", "/api/webhookSubscription", { event: "Lifecycle.Happened", url: receiver.url }, client.auth)).status,
-        200,
-      );
+      t.is((await postSubscription(base, { event: "Lifecycle.Happened", url: receiver.url }, client.auth)).status, 200);
       const watching = await watchOver(TRANSPORTS.Connect?.(base) as Transport, client.key);
-      const published = await rest(
-        base,
-        "POST",
-        "/api/internal/events/publish",
-        { clientId: client.id, event: "Lifecycle.Happened", payload: {} },
-        adminAuth,
-      );
+      const published = await postPublish(base, { clientId: client.id, event: "Lifecycle.Happened", payload: {} }, adminAuth);
       t.is(published.status, 200, published.text);
       const [jobId] = published.json.jobIds as string[];
       await receiver.waitFor(1);
@@ -165,13 +149,7 @@ for (const target of storeTargets()) {
       t.is(refused.status, 403, refused.text);
       t.is(refused.json.code, "permission_denied");
       t.regex(String(refused.json.message), /disabled \(unpaid invoice\)/);
-      const publish = await rest(
-        base,
-        "POST",
-        "/api/internal/events/publish",
-        { clientId: client.id, event: "Lifecycle.Happened", payload: {} },
-        adminAuth,
-      );
+      const publish = await postPublish(base, { clientId: client.id, event: "Lifecycle.Happened", payload: {} }, adminAuth);
       t.is(publish.status, 400, publish.text);
       t.is(publish.json.code, "failed_precondition");
       t.regex(String(publish.json.message), /disabled/);
@@ -193,11 +171,11 @@ for (const target of storeTargets()) {
       t.is((await rest(base, "GET", "/api/webhookSubscription", undefined, client.auth)).status, 200);
       const retried = await receiver.waitFor(2, 30_000);
       t.is(retried[1]?.headers["x-jobattempt"], "1", "the wait counted no attempt");
-      await until(
+      await eventually(
+        "delivery after enabling",
         async () =>
           ((await rest(base, "GET", `/api/internal/jobs/${jobId}`, undefined, adminAuth)).json.notification as { status?: string })
             ?.status === "NOTIFICATION_STATUS_DELIVERED",
-        "delivery after enabling",
       );
     },
   );
@@ -215,9 +193,9 @@ for (const target of storeTargets()) {
     t.is(created.status, 200, created.text);
     const id = (created.json.client as { id: string }).id;
     const auth = { authorization: `Bearer ${(created.json.apiKey as { key: string }).key}` };
-    t.is((await rest(base, "POST", "/api/webhookSubscription", { event: "Lifecycle.Happened", url: ok.url }, auth)).status, 200);
-    t.is((await rest(base, "POST", "/api/webhookSubscription", { event: "Lifecycle.Failed", url: failing.url }, auth)).status, 200);
-    const publish = (event: string) => rest(base, "POST", "/api/internal/events/publish", { clientId: id, event, payload: {} }, adminAuth);
+    t.is((await postSubscription(base, { event: "Lifecycle.Happened", url: ok.url }, auth)).status, 200);
+    t.is((await postSubscription(base, { event: "Lifecycle.Failed", url: failing.url }, auth)).status, 200);
+    const publish = (event: string) => postPublish(base, { clientId: id, event, payload: {} }, adminAuth);
     const [delivered] = (await publish("Lifecycle.Happened")).json.jobIds as string[];
     const [pending] = (await publish("Lifecycle.Failed")).json.jobIds as string[];
     await ok.waitFor(1);
@@ -245,9 +223,9 @@ for (const target of storeTargets()) {
     t.false(listed.some((c) => c.id === id));
 
     for (const jobId of [delivered, pending]) {
-      await until(
-        async () => (await rest(base, "GET", `/api/internal/jobs/${jobId}`, undefined, adminAuth)).status === 404,
+      await eventually(
         `job ${jobId} purged`,
+        async () => (await rest(base, "GET", `/api/internal/jobs/${jobId}`, undefined, adminAuth)).status === 404,
       );
     }
     t.true(failing.requests.length <= attemptsAtDeletion + 1, "no attempt after the deletion, beyond one under way");
@@ -278,8 +256,8 @@ for (const target of sharedTargets(test, "revoking on one instance ends the key'
     // Another key's stream on B goes on: it still hears what happens.
     const receiver = await Receiver.start();
     t.teardown(() => receiver.close());
-    t.is((await rest(a.baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url: receiver.url })).status, 200);
-    const sample = await rest(b.baseUrl, "POST", "/api/webhookSubscription/triggerSampleEventNotification", {
+    t.is((await postSubscription(a.baseUrl, { event: "Order.Created", url: receiver.url })).status, 200);
+    const sample = await postSample(b.baseUrl, {
       event: "Order.Created",
       url: receiver.url,
     });

@@ -1,23 +1,20 @@
 import test from "ava";
 import { verifyBody } from "../../src/domain/signature.js";
 import { Receiver } from "../helpers/receiver.js";
-import { rest, startTestService } from "../helpers/service.js";
+import { rest, serviceOn } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 for (const target of storeTargets()) {
   test.serial(`${target.name}: the spec's integration flow over REST, signed delivery and retries`, async (t) => {
-    const store = await target.create();
-    const { service, baseUrl } = await startTestService(store.env);
     const healthy = await Receiver.start();
     const refusing = await Receiver.start(() => ({ status: 400, body: "bad request" }));
     t.teardown(async () => {
-      await service.stop();
       await healthy.close();
       await refusing.close();
-      await store.cleanup();
     });
+    const { baseUrl } = await serviceOn(t, target);
 
     // 1. List the events available to the client.
     const events = await rest(baseUrl, "GET", "/api/webhookSubscription/events");

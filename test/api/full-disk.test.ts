@@ -8,6 +8,7 @@ import { promisify } from "node:util";
 import test, { type ExecutionContext } from "ava";
 import pg from "pg";
 import { adminAuth, createClient } from "../helpers/admin.js";
+import { eventually } from "../helpers/eventually.js";
 import { Receiver } from "../helpers/receiver.js";
 import { rest, startTestService } from "../helpers/service.js";
 import { embeddedDataDir } from "../helpers/stores.js";
@@ -56,15 +57,6 @@ function fill(dir: string): string {
     closeSync(fd);
   }
   return filler;
-}
-
-/** Polls `check` until it answers true; fails after `timeoutMs`. */
-async function eventually(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 /**
@@ -133,12 +125,14 @@ async function fullDisk(t: ExecutionContext, env: Record<string, string>, disk: 
   t.is((await rest(baseUrl, "GET", "/readyz")).status, 503, "still full: still not ready");
 
   await rm(filler);
-  await eventually(async () => (await rest(baseUrl, "GET", "/readyz")).status === 200, 20_000, "/readyz did not recover");
+  await eventually("/readyz to recover", async () => (await rest(baseUrl, "GET", "/readyz")).status === 200, { timeoutMs: 20_000 });
   const after = await publish();
   t.is(after.status, 200, after.text);
   accept(after);
   const delivered = () => new Set(receiver.requests.filter((r) => r.status === 200).map((r) => r.headers["x-jobid"] as string));
-  await eventually(async () => [...accepted].every((id) => delivered().has(id)), 60_000, "not every accepted notification was delivered");
+  await eventually("every accepted notification to be delivered", () => [...accepted].every((id) => delivered().has(id)), {
+    timeoutMs: 60_000,
+  });
   t.true(accepted.size > 11);
 }
 

@@ -9,9 +9,8 @@ import {
   HealthCheckResponseSchema,
   HealthCheckResponse_ServingStatus as Status,
 } from "../../src/gen/grpc/health/v1/health_pb.js";
-import { grpcCall } from "../helpers/grpc.js";
-import { API_KEY, sharedService, startTestService } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { grpcCall, SERVED_SERVICES } from "../helpers/grpc.js";
+import { API_KEY, embeddedService, sharedService } from "../helpers/service.js";
 
 const run = promisify(execFile);
 const shared = sharedService(test);
@@ -28,15 +27,7 @@ async function bufCurl(args: string[]): Promise<string> {
 for (const protocol of ["grpc-v1", "grpc-v1alpha"]) {
   test(`buf curl --reflect (${protocol}) lists the services and calls ListEvents with no proto file`, async (t) => {
     const listed = await bufCurl(["--reflect", "--reflect-protocol", protocol, "--list-services", shared.baseUrl]);
-    t.deepEqual(listed.trim().split("\n").sort(), [
-      "grpc.health.v1.Health",
-      "grpc.reflection.v1.ServerReflection",
-      "grpc.reflection.v1alpha.ServerReflection",
-      "webhooks.v1.ClientService",
-      "webhooks.v1.DeliveryService",
-      "webhooks.v1.EventService",
-      "webhooks.v1.SubscriptionService",
-    ]);
+    t.deepEqual(listed.trim().split("\n").sort(), SERVED_SERVICES);
     const methods = await bufCurl(["--reflect", "--reflect-protocol", protocol, "--list-methods", shared.baseUrl]);
     t.true(methods.split("\n").includes("webhooks.v1.EventService/PublishEvent"), methods);
     const answer = await bufCurl([
@@ -70,13 +61,7 @@ test("grpc.health.v1 Check over real gRPC and over Connect JSON: SERVING while r
 });
 
 test.serial("grpc.health.v1 Watch over real gRPC: SERVING, then NOT_SERVING as the service shuts down, then the stream ends", async (t) => {
-  const store = await storeTargets()[0]?.create();
-  if (!store) return t.fail("no store");
-  const { service } = await startTestService(store.env);
-  t.teardown(async () => {
-    await service.stop();
-    await store.cleanup();
-  });
+  const { service } = await embeddedService(t);
   const client = new grpc.Client(`127.0.0.1:${service.port}`, grpc.credentials.createInsecure());
   const call = client.makeServerStreamRequest(
     "/grpc.health.v1.Health/Watch",

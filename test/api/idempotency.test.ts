@@ -1,5 +1,6 @@
 import test from "ava";
 import { adminAuth, createClient } from "../helpers/admin.js";
+import { postPublish, postSubscription } from "../helpers/calls.js";
 import { Receiver } from "../helpers/receiver.js";
 import { rest, sharedService } from "../helpers/service.js";
 
@@ -10,19 +11,11 @@ test("a repeated idempotency key answers what the first call answered, even afte
   const receiver = await Receiver.start(() => ({ status: 503, headers: { "retry-after": "3600" } }));
   t.teardown(() => receiver.close());
   const owner = await createClient(running.baseUrl, "Idempotent");
-  const created = await rest(
-    running.baseUrl,
-    "POST",
-    "/api/webhookSubscription",
-    { event: "Order.Shipped", url: receiver.url },
-    owner.auth,
-  );
+  const created = await postSubscription(running.baseUrl, { event: "Order.Shipped", url: receiver.url }, owner.auth);
   t.is(created.status, 200, created.text);
   const publish = () =>
-    rest(
+    postPublish(
       running.baseUrl,
-      "POST",
-      "/api/internal/events/publish",
       { clientId: owner.id, event: "Order.Shipped", payload: { OrderId: "o-1" }, idempotencyKey: "ship-o-1" },
       adminAuth,
     );

@@ -1,6 +1,7 @@
 import { encodeEnvelope } from "@connectrpc/connect/protocol";
 import test from "ava";
 import { adminAuth, createClient } from "../helpers/admin.js";
+import { postSubscription } from "../helpers/calls.js";
 import { Receiver } from "../helpers/receiver.js";
 import { rest, sharedService } from "../helpers/service.js";
 
@@ -13,13 +14,7 @@ let subscribed: { clientId: string; subscriptionId: string; auth: Record<string,
 test.serial.before(async () => {
   receiver = await Receiver.start();
   const client = await createClient(running.baseUrl, "JSON checks");
-  const created = await rest(
-    running.baseUrl,
-    "POST",
-    "/api/webhookSubscription",
-    { event: "Order.Created", url: receiver.url },
-    client.auth,
-  );
+  const created = await postSubscription(running.baseUrl, { event: "Order.Created", url: receiver.url }, client.auth);
   if (created.status !== 200) throw new Error(created.text);
   subscribed = { clientId: client.id, subscriptionId: created.json.id as string, auth: client.auth };
 });

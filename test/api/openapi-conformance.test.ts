@@ -1,6 +1,7 @@
 import test, { type ExecutionContext } from "ava";
 import generated from "../../src/gen/openapi.json" with { type: "json" };
 import { adminAuth, createClient } from "../helpers/admin.js";
+import { eventually } from "../helpers/eventually.js";
 import { OpenApiChecker } from "../helpers/openapi.js";
 import { Receiver } from "../helpers/receiver.js";
 import { sharedService } from "../helpers/service.js";
@@ -9,16 +10,8 @@ import { sharedService } from "../helpers/service.js";
 const RATE_LIMIT = { RATE_LIMIT_PER_SECOND: "20", RATE_LIMIT_BURST: "40" };
 const running = sharedService(test, { MAX_BODY_BYTES: "65536", ...RATE_LIMIT });
 const checker = new OpenApiChecker(generated);
-let receiver: Receiver;
-
-test.before(async () => {
-  // Every delivery fails, so there are failed notifications to list and recover.
-  receiver = await Receiver.start(() => ({ status: 500 }));
-});
-
-test.after.always(async () => {
-  await receiver?.close();
-});
+// Every delivery fails, so there are failed notifications to list and recover.
+const receiver = Receiver.shared(test, () => ({ status: 500 }));
 
 interface Answer {
   status: number;
@@ -52,16 +45,6 @@ async function call(
   const json = JSON.parse(text) as Record<string, unknown>;
   t.deepEqual(checker.check(found, response.status, json, options.allowDefault), [], `${method} ${path}: ${text}`);
   return { status: response.status, json, headers: response.headers, operationId: String(found.operation.operationId) };
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 test("every operation answers as the document says: a walk through the whole REST API", async (t) => {
@@ -115,11 +98,15 @@ test("every operation answers as the document says: a walk through the whole RES
 
   // Both notifications fail (the receiver answers 500), through every retry.
   const failedList = `${base}/notifications?status=NOTIFICATION_STATUS_FAILED&pageSize=10`;
-  const failed = await until("two failed notifications", async () => {
-    const { json } = await call(t, "GET", failedList, { headers: auth });
-    const notifications = json.notifications as Array<{ id: string }>;
-    return notifications.length === 2 ? notifications : undefined;
-  });
+  const failed = await eventually(
+    "two failed notifications",
+    async () => {
+      const { json } = await call(t, "GET", failedList, { headers: auth });
+      const notifications = json.notifications as Array<{ id: string }>;
+      return notifications.length === 2 ? notifications : undefined;
+    },
+    { timeoutMs: 20_000 },
+  );
   await walk("GET", failedList, { headers: auth });
   const jobId = failed[0]?.id;
   const notification = await walk("GET", `${base}/notifications/${jobId}`, { headers: auth });
@@ -181,12 +168,16 @@ test("over the rate limit: 429 with Retry-After, as documented", async (t) => {
   const auth = (await createClient(running.baseUrl, "OpenAPI rate limit")).auth;
   const path = "/api/webhookSubscription/events";
   // Bursts of calls until one is refused: the bucket refills while we look.
-  const refused = await until("a 429", async () => {
-    const responses = await Promise.all(Array.from({ length: 20 }, () => fetch(`${running.baseUrl}${path}`, { headers: auth })));
-    const bodies = await Promise.all(responses.map((response) => response.text()));
-    const index = responses.findIndex((response) => response.status === 429);
-    return index < 0 ? undefined : { response: responses[index] as Response, body: bodies[index] as string };
-  });
+  const refused = await eventually(
+    "a 429",
+    async () => {
+      const responses = await Promise.all(Array.from({ length: 20 }, () => fetch(`${running.baseUrl}${path}`, { headers: auth })));
+      const bodies = await Promise.all(responses.map((response) => response.text()));
+      const index = responses.findIndex((response) => response.status === 429);
+      return index < 0 ? undefined : { response: responses[index] as Response, body: bodies[index] as string };
+    },
+    { timeoutMs: 20_000 },
+  );
   const found = checker.find("GET", path);
   if (!found) throw new Error(`GET ${path} matches no operation of the document`);
   t.deepEqual(checker.check(found, 429, JSON.parse(refused.body)), [], refused.body);

@@ -23,15 +23,7 @@ const UNKNOWN_EVENT = 'unknown event "No.Such"; GET /api/webhookSubscription/eve
 
 // Protocol tests need one service; the store matrix is covered by the flow tests.
 const running = sharedService(test);
-let receiver: Receiver;
-
-test.before(async () => {
-  receiver = await Receiver.start();
-});
-
-test.after.always(async () => {
-  await receiver?.close();
-});
+const receiver = Receiver.shared(test);
 
 const auth = { authorization: `Bearer ${API_KEY}` };
 

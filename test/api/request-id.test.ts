@@ -4,8 +4,9 @@ import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { startService } from "../../src/service.js";
 import { createClient } from "../helpers/admin.js";
+import { postSample, postSubscription } from "../helpers/calls.js";
 import { Receiver } from "../helpers/receiver.js";
-import { FAST_TEST_ENV, rest } from "../helpers/service.js";
+import { FAST_TEST_ENV } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
 type Line = Record<string, unknown>;
@@ -68,15 +69,9 @@ test("every API call's log line carries its request id and client id; every atte
   t.like(refusedLine, { code: "Unauthenticated" });
   t.false("clientId" in refusedLine, "no client authenticated");
 
-  const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url: receiver.url }, client.auth);
+  const created = await postSubscription(baseUrl, { event: "Order.Created", url: receiver.url }, client.auth);
   const subscriptionId = created.json.id as string;
-  const sample = await rest(
-    baseUrl,
-    "POST",
-    "/api/webhookSubscription/triggerSampleEventNotification",
-    { event: "Order.Created", url: receiver.url },
-    client.auth,
-  );
+  const sample = await postSample(baseUrl, { event: "Order.Created", url: receiver.url }, client.auth);
   const jobId = sample.json.jobId as string;
   const delivered = await lineWhere((line) => line.msg === "delivered" && line.jobId === jobId);
   t.like(delivered, { attempt: 0, subscriptionId, statusCode: 200 });

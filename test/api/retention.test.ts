@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import test from "ava";
 import { adminAuth, createClient } from "../helpers/admin.js";
+import { eventually } from "../helpers/eventually.js";
 import { sampleOf, scrape } from "../helpers/metrics.js";
 import { Receiver } from "../helpers/receiver.js";
 import { rest, startTestService } from "../helpers/service.js";
@@ -8,15 +8,6 @@ import { storeTargets, testOn } from "../helpers/stores.js";
 
 const BASE = "/api/webhookSubscription";
 const DELETED = "webhook_retention_deleted_rows_total";
-
-/** Polls `check` every 100 ms until it holds, for up to `timeoutMs`. */
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 for (const target of storeTargets()) {
   testOn(test, target)(
@@ -67,16 +58,21 @@ for (const target of storeTargets()) {
       const [pending] = (await publish(plain.id, "Retention.Failing")) as [string];
       const [orphaned] = (await publish(plain.id, "Retention.Orphaned")) as [string];
       const [kept] = (await publish(keeperClient.id, "Retention.Delivered")) as [string];
-      await until(async () => (await statusOf(delivered)) === "NOTIFICATION_STATUS_DELIVERED", "the delivery");
-      await until(async () => (await statusOf(failed)) === "NOTIFICATION_STATUS_FAILED", "the 410 to fail it");
-      await until(async () => ((await job(pending)).json.notification as { attempts?: unknown[] }).attempts?.length === 1, "an attempt");
-      await until(async () => (await statusOf(kept)) === "NOTIFICATION_STATUS_DELIVERED", "the keeper's delivery");
-      await until(async () => failing.requests.length === 2, "the doomed subscription's attempt");
+      await eventually("the delivery", async () => (await statusOf(delivered)) === "NOTIFICATION_STATUS_DELIVERED");
+      await eventually("the 410 to fail it", async () => (await statusOf(failed)) === "NOTIFICATION_STATUS_FAILED");
+      await eventually(
+        "an attempt",
+        async () => ((await job(pending)).json.notification as { attempts?: unknown[] }).attempts?.length === 1,
+      );
+      await eventually("the keeper's delivery", async () => (await statusOf(kept)) === "NOTIFICATION_STATUS_DELIVERED");
+      await eventually("the doomed subscription's attempt", async () => failing.requests.length === 2);
       // Its subscription deleted while its retry waits: failed, and its job still to run out.
       t.is((await rest(base, "DELETE", `${BASE}/${doomed.json.id as string}`, undefined, plain.auth)).status, 200);
       t.is(await statusOf(orphaned), "NOTIFICATION_STATUS_FAILED");
 
-      await until(async () => (await job(delivered)).status === 404 && (await job(failed)).status === 404, "the purge", 20_000);
+      await eventually("the purge", async () => (await job(delivered)).status === 404 && (await job(failed)).status === 404, {
+        timeoutMs: 20_000,
+      });
       const metrics = await scrape(base);
       t.true(sampleOf(metrics, DELETED, { table: "notifications" }) >= 2);
       t.true(sampleOf(metrics, DELETED, { table: "attempts" }) >= 2);
@@ -88,7 +84,7 @@ for (const target of storeTargets()) {
       const cleared = await rest(base, "PATCH", `/api/internal/clients/${keeperClient.id}`, { retention: "0s" }, adminAuth);
       t.is(cleared.status, 200, cleared.text);
       t.is((cleared.json as { retention?: string }).retention, undefined);
-      await until(async () => (await job(kept)).status === 404, "the keeper's purge", 20_000);
+      await eventually("the keeper's purge", async () => (await job(kept)).status === 404, { timeoutMs: 20_000 });
       t.is((await job(pending)).status, 200);
     },
   );

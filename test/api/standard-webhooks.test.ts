@@ -37,18 +37,22 @@ async function verifyingReceiver(secrets: () => string[]): Promise<Receiver> {
 
 const jobOf = (headers: IncomingHttpHeaders) => headers["webhook-id"] as string;
 
+type Owner = { auth: Record<string, string> };
+
+/** Creates a subscription of `owner`'s to `event` at `url`, signed with `signatureScheme`. */
+const subscribe = (owner: Owner, event: string, url: string, signatureScheme: unknown) =>
+  rest(running.baseUrl, "POST", BASE, { event, url, signatureScheme }, owner.auth);
+
+/** Asks for a sample of `event` sent to `url`, as `owner`. */
+const sampleOf = (owner: Owner, event: string, url: string) =>
+  rest(running.baseUrl, "POST", `${BASE}/triggerSampleEventNotification`, { event, url }, owner.auth);
+
 test("REST: a Standard Webhooks subscription answers its whsec_ secret, and the library verifies its deliveries", async (t) => {
   const owner = await createClient(running.baseUrl, "Standard receiver");
   let secret = "";
   const receiver = await verifyingReceiver(() => [secret]);
   t.teardown(() => receiver.close());
-  const created = await rest(
-    running.baseUrl,
-    "POST",
-    BASE,
-    { event: "Order.Created", url: receiver.url, signatureScheme: "STANDARD_WEBHOOKS" },
-    owner.auth,
-  );
+  const created = await subscribe(owner, "Order.Created", receiver.url, "STANDARD_WEBHOOKS");
   t.is(created.status, 200, created.text);
   t.is(created.json.signatureScheme, "SIGNATURE_SCHEME_STANDARD_WEBHOOKS");
   secret = created.json.signatureKey as string;
@@ -61,13 +65,7 @@ test("REST: a Standard Webhooks subscription answers its whsec_ secret, and the 
     { signatureKey: secret },
   );
 
-  const sample = await rest(
-    running.baseUrl,
-    "POST",
-    `${BASE}/triggerSampleEventNotification`,
-    { event: "Order.Created", url: receiver.url },
-    owner.auth,
-  );
+  const sample = await sampleOf(owner, "Order.Created", receiver.url);
   const published = await rest(
     running.baseUrl,
     "POST",
@@ -98,22 +96,10 @@ test("a retry keeps webhook-id, raises X-JobAttempt and signs its own timestamp"
     return { status: answered === 1 ? 500 : verifies(secret, request) ? 200 : 401 };
   });
   t.teardown(() => receiver.close());
-  const created = await rest(
-    running.baseUrl,
-    "POST",
-    BASE,
-    { event: "Customer.Created", url: receiver.url, signatureScheme: "standard_webhooks" },
-    owner.auth,
-  );
+  const created = await subscribe(owner, "Customer.Created", receiver.url, "standard_webhooks");
   t.is(created.status, 200, created.text);
   secret = created.json.signatureKey as string;
-  await rest(
-    running.baseUrl,
-    "POST",
-    `${BASE}/triggerSampleEventNotification`,
-    { event: "Customer.Created", url: receiver.url },
-    owner.auth,
-  );
+  await sampleOf(owner, "Customer.Created", receiver.url);
   const [first, second] = await receiver.waitFor(2);
   t.true(verifies(secret, first));
   t.is(second?.status, 200);
@@ -126,18 +112,11 @@ test("across a key rotation: both secrets sign until it is confirmed, then only 
   const owner = await createClient(running.baseUrl, "Standard rotation");
   const receiver = await Receiver.start(() => ({ status: 200 }));
   t.teardown(() => receiver.close());
-  const created = await rest(
-    running.baseUrl,
-    "POST",
-    BASE,
-    { event: "Payment.Succeeded", url: receiver.url, signatureScheme: "SIGNATURE_SCHEME_STANDARD_WEBHOOKS" },
-    owner.auth,
-  );
+  const created = await subscribe(owner, "Payment.Succeeded", receiver.url, "SIGNATURE_SCHEME_STANDARD_WEBHOOKS");
   const id = created.json.id as string;
   const oldSecret = created.json.signatureKey as string;
   const deliver = async () => {
-    const sample = { event: "Payment.Succeeded", url: receiver.url };
-    const answer = await rest(running.baseUrl, "POST", `${BASE}/triggerSampleEventNotification`, sample, owner.auth);
+    const answer = await sampleOf(owner, "Payment.Succeeded", receiver.url);
     t.is(answer.status, 200, answer.text);
     return receiver.waitForRequest((request) => jobOf(request.headers) === answer.json.jobId, `job ${answer.json.jobId}`);
   };
@@ -169,21 +148,14 @@ test("Ed25519: the receiver SDK verifies v1a deliveries with the whpk_ keys, bef
   let keys: string[] = [];
   const receiver = await startSdkReceiver("http", { scheme: "STANDARD_WEBHOOKS", keys: () => keys });
   t.teardown(() => receiver.close());
-  const created = await rest(
-    running.baseUrl,
-    "POST",
-    BASE,
-    { event: "Payment.Succeeded", url: receiver.url, signatureScheme: "STANDARD_WEBHOOKS_ED25519" },
-    owner.auth,
-  );
+  const created = await subscribe(owner, "Payment.Succeeded", receiver.url, "STANDARD_WEBHOOKS_ED25519");
   t.is(created.status, 200, created.text);
   t.is(created.json.signatureScheme, "SIGNATURE_SCHEME_STANDARD_WEBHOOKS_ED25519");
   const id = created.json.id as string;
   const oldKey = created.json.signatureKey as string;
   t.regex(oldKey, /^whpk_[A-Za-z0-9+/]{43}=$/);
   const deliver = async (phase: string) => {
-    const sample = { event: "Payment.Succeeded", url: receiver.url };
-    const answer = await rest(running.baseUrl, "POST", `${BASE}/triggerSampleEventNotification`, sample, owner.auth);
+    const answer = await sampleOf(owner, "Payment.Succeeded", receiver.url);
     t.is(answer.status, 200, answer.text);
     await receiver.waitUntil(() => receiver.calls.some((call) => call.jobId === answer.json.jobId), `the ${phase} delivery`);
     return receiver.calls.find((call) => call.jobId === answer.json.jobId);
@@ -209,23 +181,17 @@ test("REST: the scheme defaults to RSA_SHA256; a bad one is a 400 naming the cho
   const plain = await rest(running.baseUrl, "POST", BASE, { event: "Order.Created", url }, owner.auth);
   t.is(plain.json.signatureScheme, "SIGNATURE_SCHEME_RSA_SHA256");
   t.regex(plain.json.signatureKey as string, /^-----BEGIN PUBLIC KEY-----/);
-  const unspecified = await rest(
-    running.baseUrl,
-    "POST",
-    BASE,
-    { event: "Order.Created", url: `${url}?again`, signatureScheme: "UNSPECIFIED" },
-    owner.auth,
-  );
+  const unspecified = await subscribe(owner, "Order.Created", `${url}?again`, "UNSPECIFIED");
   t.is(unspecified.json.signatureScheme, "SIGNATURE_SCHEME_RSA_SHA256");
 
-  const bogus = await rest(running.baseUrl, "POST", BASE, { event: "Order.Created", url, signatureScheme: "ED25519" }, owner.auth);
+  const bogus = await subscribe(owner, "Order.Created", url, "ED25519");
   t.is(bogus.status, 400, bogus.text);
   t.like(bogus.json, {
     code: "invalid_argument",
     message:
       "signatureScheme must be one of UNSPECIFIED, RSA_SHA256, STANDARD_WEBHOOKS, STANDARD_WEBHOOKS_ED25519 (or their full names, e.g. SIGNATURE_SCHEME_STANDARD_WEBHOOKS_ED25519)",
   });
-  const number = await rest(running.baseUrl, "POST", BASE, { event: "Order.Created", url, signatureScheme: 7 }, owner.auth);
+  const number = await subscribe(owner, "Order.Created", url, 7);
   t.is(number.status, 400, number.text);
   t.like(number.json, {
     code: "invalid_argument",

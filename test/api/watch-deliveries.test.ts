@@ -9,17 +9,9 @@ import { ADMIN_TOKEN, API_KEY, rest, sharedService } from "../helpers/service.js
 import { describe, ofJob, watchAllOver, watchOver } from "../helpers/watch.js";
 
 const running = sharedService(test);
-let receiver: Receiver;
 /** Answers by request path; tests run side by side, each on paths of its own. Anything else gets 200. */
 const answers = new Map<string, () => { status: number; body?: string }>();
-
-test.before(async () => {
-  receiver = await Receiver.start((request) => answers.get(request.path)?.() ?? { status: 200, body: "ok" });
-});
-
-test.after.always(async () => {
-  await receiver?.close();
-});
+const receiver = Receiver.shared(test, (request) => answers.get(request.path)?.() ?? { status: 200, body: "ok" });
 
 const base = () => `http://127.0.0.1:${running.service.port}`;
 const transports = {

@@ -8,16 +8,8 @@ import { Receiver } from "../helpers/receiver.js";
 import { ADMIN_TOKEN, API_KEY, sharedService } from "../helpers/service.js";
 
 const running = sharedService(test);
-let receiver: Receiver;
-
-test.before(async () => {
-  // A path ending in /failing answers 500; tests run side by side, and only one uses it.
-  receiver = await Receiver.start((request) => (request.path.endsWith("/failing") ? { status: 500 } : { status: 200, body: "ok" }));
-});
-
-test.after.always(async () => {
-  await receiver?.close();
-});
+// A path ending in /failing answers 500; tests run side by side, and only one uses it.
+const receiver = Receiver.shared(test, (request) => (request.path.endsWith("/failing") ? { status: 500 } : { status: 200, body: "ok" }));
 
 const asClient = () => ({ WEBHOOKS_URL: running.baseUrl, WEBHOOKS_API_KEY: API_KEY });
 const asAdmin = () => ({ WEBHOOKS_URL: running.baseUrl, WEBHOOKS_ADMIN_TOKEN: ADMIN_TOKEN });

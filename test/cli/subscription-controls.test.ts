@@ -4,15 +4,7 @@ import { Receiver } from "../helpers/receiver.js";
 import { API_KEY, sharedService } from "../helpers/service.js";
 
 const running = sharedService(test);
-let receiver: Receiver;
-
-test.before(async () => {
-  receiver = await Receiver.start();
-});
-
-test.after.always(async () => {
-  await receiver?.close();
-});
+const receiver = Receiver.shared(test);
 
 const asClient = () => ({ WEBHOOKS_URL: running.baseUrl, WEBHOOKS_API_KEY: API_KEY });
 

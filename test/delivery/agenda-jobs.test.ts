@@ -6,13 +6,12 @@ import { AgendaJobs, DELIVER_JOB } from "../../src/delivery/agenda-jobs.js";
 import type { JobFeed } from "../../src/delivery/job-feed.js";
 import type { JobStore, LockedJob } from "../../src/delivery/job-store.js";
 import { newId } from "../../src/domain/ids.js";
-import type { Notification } from "../../src/domain/model.js";
 import { openJobs } from "../../src/store/open-jobs.js";
 import { openStore } from "../../src/store/open-store.js";
 import type { SqlPool } from "../../src/store/postgres/sql-pool.js";
 import { FAST_TEST_ENV } from "../helpers/service.js";
 import { notOnMongo, storeTargets, testOn } from "../helpers/stores.js";
-import { subscriptionRecord } from "../helpers/subscriptions.js";
+import { notificationRecord, subscriptionRecord } from "../helpers/subscriptions.js";
 
 /**
  * Agenda's repository of delivery jobs, driven as Agenda's Job.run drives
@@ -65,17 +64,7 @@ async function oneRun(t: ExecutionContext, target: ReturnType<typeof storeTarget
   const at = new Date();
   const subscription = subscriptionRecord(client.id, { createdAt: at, updatedAt: at });
   await opened.store.subscriptions.insert(subscription);
-  const notification: Notification = {
-    id: newId("ntf"),
-    subscriptionId: subscription.id,
-    clientId: client.id,
-    event: "Order.Created",
-    body: "{}",
-    status: "pending",
-    attemptCount: 0,
-    createdAt: at,
-    updatedAt: at,
-  };
+  const notification = notificationRecord({ id: newId("ntf"), subscriptionId: subscription.id, clientId: client.id, createdAt: at });
   await jobs.insert([{ notification, endpoint: "e" }]);
   const request = { limit: 1, endpointBudgets: new Map(), clientBudgets: new Map(), defaultPerEndpoint: 1, defaultPerClient: 1 };
   const [job] = (await jobs.lockDue(request)).jobs as [LockedJob];

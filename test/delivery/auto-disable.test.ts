@@ -1,29 +1,19 @@
 import test from "ava";
 import { createClient } from "../helpers/admin.js";
+import { postSample, postSubscription } from "../helpers/calls.js";
 import { Receiver } from "../helpers/receiver.js";
-import { rest, startTestService } from "../helpers/service.js";
+import { rest, serviceOn } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
 for (const target of storeTargets()) {
   test.serial(`${target.name}: a subscription that keeps failing is disabled, with the reason in its state`, async (t) => {
-    const store = await target.create();
-    const { service, baseUrl } = await startTestService({ ...store.env, AUTO_DISABLE_AFTER: "300ms", RETRY_SCHEDULE: "200ms,200ms,200ms" });
     const receiver = await Receiver.start(() => ({ status: 503 }));
-    t.teardown(async () => {
-      await service.stop();
-      await receiver.close();
-      await store.cleanup();
-    });
+    t.teardown(() => receiver.close());
+    const { baseUrl } = await serviceOn(t, target, { AUTO_DISABLE_AFTER: "300ms", RETRY_SCHEDULE: "200ms,200ms,200ms" });
     const owner = await createClient(baseUrl, "Flaky");
-    const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Shipped", url: receiver.url }, owner.auth);
+    const created = await postSubscription(baseUrl, { event: "Order.Shipped", url: receiver.url }, owner.auth);
     const id = created.json.id as string;
-    await rest(
-      baseUrl,
-      "POST",
-      "/api/webhookSubscription/triggerSampleEventNotification",
-      { event: "Order.Shipped", url: receiver.url },
-      owner.auth,
-    );
+    await postSample(baseUrl, { event: "Order.Shipped", url: receiver.url }, owner.auth);
     await receiver.waitFor(2);
     const failing = await rest(baseUrl, "GET", `/api/webhookSubscription/${id}`, undefined, owner.auth);
     t.truthy(failing.json.failingSince, "the failure streak is visible");
@@ -43,13 +33,7 @@ for (const target of storeTargets()) {
     t.true(enabled.json.enabled as boolean);
     t.is(enabled.json.disabledReason, "");
     t.is(enabled.json.failingSince, undefined);
-    const sample = await rest(
-      baseUrl,
-      "POST",
-      "/api/webhookSubscription/triggerSampleEventNotification",
-      { event: "Order.Shipped", url: receiver.url },
-      owner.auth,
-    );
+    const sample = await postSample(baseUrl, { event: "Order.Shipped", url: receiver.url }, owner.auth);
     t.is(sample.status, 200);
     // Retries of the first notification may still arrive around it: wait for the sample's own job.
     const delivered = await receiver.waitForJob(sample.json.jobId as string);

@@ -2,7 +2,7 @@ import test from "ava";
 import pg from "pg";
 import { adminAuth, createClient } from "../helpers/admin.js";
 import { Receiver } from "../helpers/receiver.js";
-import { rest, startTestService } from "../helpers/service.js";
+import { anotherInstance, rest, serviceOn } from "../helpers/service.js";
 import { notOnMongo, type StoreTarget, sharedTargets, storeTargets } from "../helpers/stores.js";
 
 const SUBSCRIPTIONS = 5;
@@ -35,14 +35,9 @@ for (const target of storeTargets()) {
   // With a poll a minute apart, only wake-ups move the jobs: a backlog many
   // times Agenda's lock limit drains as attempts finish, each once.
   test.serial(`${target.name}: a backlog far larger than the lock limit drains through wake-ups alone`, async (t) => {
-    const store = await target.create();
     const receiver = await Receiver.start();
-    const { service, baseUrl } = await startTestService({ ...store.env, SCHEDULER_POLL_MS: "60000", DELIVERY_CONCURRENCY: "4" });
-    t.teardown(async () => {
-      await service.stop();
-      await receiver.close();
-      await store.cleanup();
-    });
+    t.teardown(() => receiver.close());
+    const { baseUrl } = await serviceOn(t, target, { SCHEDULER_POLL_MS: "60000", DELIVERY_CONCURRENCY: "4" });
     await subscribeAndPublish(baseUrl, receiver);
     const received = await receiver.waitFor(NOTIFICATIONS, 30_000);
     const jobIds = new Set(received.map((r) => r.headers["x-jobid"]));
@@ -83,17 +78,13 @@ async function jobsLeft(target: StoreTarget, url: string): Promise<{ locked: num
 
 for (const target of sharedTargets(test, "stopping mid-backlog hands every job lock back")) {
   test.serial(`${target.name}: stopping mid-backlog hands every job lock back, also those locked ahead`, async (t) => {
-    const store = await target.create();
     const receiver = await Receiver.start(() => ({ status: 200, delayMs: 200 }));
-    const { service, baseUrl } = await startTestService({ ...store.env, DELIVERY_CONCURRENCY: "4" });
-    t.teardown(async () => {
-      await receiver.close();
-      await store.cleanup();
-    });
+    t.teardown(() => receiver.close());
+    const { service, baseUrl, storeEnv } = await serviceOn(t, target, { DELIVERY_CONCURRENCY: "4" });
     await subscribeAndPublish(baseUrl, receiver);
     await receiver.waitFor(8);
     await service.stop();
-    const { locked, left } = await jobsLeft(target, store.env.DATABASE_URL as string);
+    const { locked, left } = await jobsLeft(target, storeEnv.DATABASE_URL as string);
     t.true(left > 0, "the stop came before the backlog was done");
     t.is(locked, 0);
   });
@@ -105,16 +96,11 @@ if (postgres) {
   // Scheduling on one instance wakes the others through the database: with
   // polls a minute apart, only that NOTIFY lets the second instance help.
   test.serial("postgres: jobs published on one instance are taken up by another at once", async (t) => {
-    const store = await postgres.create();
     const receiver = await Receiver.start(() => ({ status: 200, delayMs: 1500 }));
-    const slow = await startTestService({ ...store.env, SCHEDULER_POLL_MS: "60000", DELIVERY_CONCURRENCY: "1" });
-    const helper = await startTestService({ ...store.env, SCHEDULER_POLL_MS: "60000", DELIVERY_CONCURRENCY: "16" });
-    t.teardown(async () => {
-      await slow.service.stop();
-      await helper.service.stop();
-      await receiver.close();
-      await store.cleanup();
-    });
+    t.teardown(() => receiver.close());
+    const slow = await serviceOn(t, postgres, { SCHEDULER_POLL_MS: "60000", DELIVERY_CONCURRENCY: "1" });
+    // The helping instance: it takes up what the slow one publishes.
+    await anotherInstance(t, slow, { SCHEDULER_POLL_MS: "60000", DELIVERY_CONCURRENCY: "16" });
     const owner = await createClient(slow.baseUrl, "Shared");
     await rest(slow.baseUrl, "POST", "/api/internal/eventTypes", { name: "Backlog.Tick", description: "a test event" }, adminAuth);
     for (let i = 0; i < 12; i++) {

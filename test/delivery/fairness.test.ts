@@ -2,8 +2,9 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import test from "ava";
 import { adminAuth, createClient } from "../helpers/admin.js";
+import { postPublish, postSample, postSubscription } from "../helpers/calls.js";
 import { Receiver } from "../helpers/receiver.js";
-import { rest, startTestService } from "../helpers/service.js";
+import { rest, serviceOn } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
 /**
@@ -88,47 +89,32 @@ for (const target of storeTargets()) {
     `${target.name}: with one endpoint hung and ${FLOOD} pending for it, another client's sample arrives within 2 s; nothing is lost once it recovers`,
     async (t) => {
       t.timeout(180_000);
-      const store = await target.create();
       const hung = await new HungReceiver().start();
       const healthy = await Receiver.start();
-      const { service, baseUrl } = await startTestService({
-        ...store.env,
+      t.teardown(async () => {
+        await hung.close();
+        await healthy.close();
+      });
+      const { baseUrl } = await serviceOn(t, target, {
         // A hung request holds its slot for the whole test.
         DELIVERY_TIMEOUT_MS: "120000",
         DELIVERY_ENDPOINT_CONCURRENCY: String(PER_ENDPOINT),
         SCHEDULER_POLL_MS: "1000",
       });
-      t.teardown(async () => {
-        hung.recover();
-        await service.stop();
-        await hung.close();
-        await healthy.close();
-        await store.cleanup();
-      });
+      // Before the service stops (teardowns run last first).
+      t.teardown(() => hung.recover());
 
       // Client B: ten subscriptions on one hung origin, then a flood of a thousand notifications.
       const noisy = await createClient(baseUrl, "Noisy neighbour");
       for (let i = 0; i < SUBSCRIPTIONS; i++) {
-        const created = await rest(
-          baseUrl,
-          "POST",
-          "/api/webhookSubscription",
-          { event: "Order.Shipped", url: hung.url(`s=${i}`) },
-          noisy.auth,
-        );
+        const created = await postSubscription(baseUrl, { event: "Order.Shipped", url: hung.url(`s=${i}`) }, noisy.auth);
         t.is(created.status, 200, created.text);
       }
       const accepted = new Set<string>();
       for (let batch = 0; batch < FLOOD / SUBSCRIPTIONS; batch += 20) {
         const published = await Promise.all(
           Array.from({ length: 20 }, (_, i) =>
-            rest(
-              baseUrl,
-              "POST",
-              "/api/internal/events/publish",
-              { clientId: noisy.id, event: "Order.Shipped", payload: { OrderId: `o${batch + i}` } },
-              adminAuth,
-            ),
+            postPublish(baseUrl, { clientId: noisy.id, event: "Order.Shipped", payload: { OrderId: `o${batch + i}` } }, adminAuth),
           ),
         );
         for (const p of published) {
@@ -141,16 +127,10 @@ for (const target of storeTargets()) {
 
       // Client A, meanwhile: its sample goes straight through.
       const quiet = await createClient(baseUrl, "Quiet client");
-      const subscribed = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url: healthy.url }, quiet.auth);
+      const subscribed = await postSubscription(baseUrl, { event: "Order.Created", url: healthy.url }, quiet.auth);
       t.is(subscribed.status, 200, subscribed.text);
       const started = Date.now();
-      const sample = await rest(
-        baseUrl,
-        "POST",
-        "/api/webhookSubscription/triggerSampleEventNotification",
-        { event: "Order.Created", url: healthy.url },
-        quiet.auth,
-      );
+      const sample = await postSample(baseUrl, { event: "Order.Created", url: healthy.url }, quiet.auth);
       t.is(sample.status, 200, sample.text);
       await healthy.waitForJob(sample.json.jobId as string, 10_000);
       const latency = Date.now() - started;
@@ -170,33 +150,21 @@ for (const target of storeTargets()) {
 
   test(`${target.name}: a receiver that answers in 8 s, with 200 notifications queued, gets no attempt recorded as a timeout`, async (t) => {
     t.timeout(120_000);
-    const store = await target.create();
     const slow = await Receiver.start(() => ({ status: 200, delayMs: 8_000 }));
-    const { service, baseUrl } = await startTestService({
-      ...store.env,
+    t.teardown(() => slow.close());
+    const { baseUrl } = await serviceOn(t, target, {
       DELIVERY_TIMEOUT_MS: "15000",
       DELIVERY_ENDPOINT_CONCURRENCY: "100",
       DELIVERY_CLIENT_CONCURRENCY: "100",
     });
-    t.teardown(async () => {
-      await service.stop();
-      await slow.close();
-      await store.cleanup();
-    });
     const owner = await createClient(baseUrl, "Patient");
-    const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Shipped", url: slow.url }, owner.auth);
+    const created = await postSubscription(baseUrl, { event: "Order.Shipped", url: slow.url }, owner.auth);
     t.is(created.status, 200, created.text);
     const ids: string[] = [];
     for (let i = 0; i < 200; i += 50) {
       const published = await Promise.all(
         Array.from({ length: 50 }, (_, j) =>
-          rest(
-            baseUrl,
-            "POST",
-            "/api/internal/events/publish",
-            { clientId: owner.id, event: "Order.Shipped", payload: { OrderId: `o${i + j}` } },
-            adminAuth,
-          ),
+          postPublish(baseUrl, { clientId: owner.id, event: "Order.Shipped", payload: { OrderId: `o${i + j}` } }, adminAuth),
         ),
       );
       for (const p of published) ids.push(...(p.json.jobIds as string[]));

@@ -4,6 +4,7 @@ import { loadConfig } from "../../src/config.js";
 import { verifyBody } from "../../src/domain/signature.js";
 import { openStore } from "../../src/store/open-store.js";
 import { adminAuth, createClient } from "../helpers/admin.js";
+import { postPublish, postSample, postSubscription } from "../helpers/calls.js";
 import { Receiver } from "../helpers/receiver.js";
 import { FAST_TEST_ENV, rest, startTestService, type TestService } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
@@ -25,19 +26,13 @@ test.after.always(async () => {
   await cleanup?.();
 });
 
-const publish = (body: unknown) => rest(running.baseUrl, "POST", "/api/internal/events/publish", body, adminAuth);
+const publish = (body: unknown) => postPublish(running.baseUrl, body, adminAuth);
 
 test.serial("a receiver answering 410 Gone disables the subscription and gets no retries", async (t) => {
   const owner = await createClient(running.baseUrl, "Gone Inc");
   const receiver = await Receiver.start(() => ({ status: 410, body: "gone" }));
   t.teardown(() => receiver.close());
-  const created = await rest(
-    running.baseUrl,
-    "POST",
-    "/api/webhookSubscription",
-    { event: "Order.Shipped", url: receiver.url },
-    owner.auth,
-  );
+  const created = await postSubscription(running.baseUrl, { event: "Order.Shipped", url: receiver.url }, owner.auth);
   await publish({ clientId: owner.id, event: "Order.Shipped", payload: { OrderId: "o" } });
   await receiver.waitFor(1);
   await new Promise((resolve) => setTimeout(resolve, 800));
@@ -52,8 +47,8 @@ test.serial("a hung receiver does not hold up other subscriptions", async (t) =>
   const hung = await Receiver.start(() => ({ status: 200, delayMs: 60_000 }));
   const healthy = await Receiver.start();
   t.teardown(() => Promise.all([hung.close(), healthy.close()]));
-  await rest(running.baseUrl, "POST", "/api/webhookSubscription", { event: "Customer.Created", url: hung.url }, owner.auth);
-  await rest(running.baseUrl, "POST", "/api/webhookSubscription", { event: "Customer.Created", url: healthy.url }, owner.auth);
+  await postSubscription(running.baseUrl, { event: "Customer.Created", url: hung.url }, owner.auth);
+  await postSubscription(running.baseUrl, { event: "Customer.Created", url: healthy.url }, owner.auth);
   const started = Date.now();
   for (let i = 0; i < 5; i++) await publish({ clientId: owner.id, event: "Customer.Created", payload: { CustomerId: `c${i}` } });
   await healthy.waitFor(5, 10_000);
@@ -65,13 +60,7 @@ test.serial("hostile publish payloads are refused and nothing is stored", async 
   const owner = await createClient(running.baseUrl, "Hostile Inc");
   const receiver = await Receiver.start();
   t.teardown(() => receiver.close());
-  const created = await rest(
-    running.baseUrl,
-    "POST",
-    "/api/webhookSubscription",
-    { event: "Order.Cancelled", url: receiver.url },
-    owner.auth,
-  );
+  const created = await postSubscription(running.baseUrl, { event: "Order.Cancelled", url: receiver.url }, owner.auth);
   const tooBig = await publish({ clientId: owner.id, event: "Order.Cancelled", payload: { OrderId: "o", Reason: "x".repeat(4000) } });
   t.is(tooBig.status, 400);
   t.regex(tooBig.json.message as string, /larger than 2048 bytes/);
@@ -82,10 +71,8 @@ test.serial("hostile publish payloads are refused and nothing is stored", async 
 
   // Prototype-related keys are refused wherever they sit.
   for (const payload of ['{"OrderId":"o","__proto__":{"polluted":true}}', '{"OrderId":"o","Meta":{"constructor":{"prototype":{"x":1}}}}']) {
-    const refused = await rest(
+    const refused = await postPublish(
       running.baseUrl,
-      "POST",
-      "/api/internal/events/publish",
       `{"clientId":"${owner.id}","event":"Order.Cancelled","payload":${payload}}`,
       adminAuth,
     );
@@ -100,11 +87,11 @@ test.serial("hostile publish payloads are refused and nothing is stored", async 
 
 test.serial("URLs with control characters or newlines are refused", async (t) => {
   for (const url of ["http://127.0.0.1:9/a\nb", "http://127.0.0.1:9/a\tb", "http://127.0.0.1:9/a\u0000"]) {
-    const response = await rest(running.baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url });
+    const response = await postSubscription(running.baseUrl, { event: "Order.Created", url });
     t.is(response.status, 400, JSON.stringify(url));
     t.regex(response.json.message as string, /whitespace or control/);
   }
-  const description = await rest(running.baseUrl, "POST", "/api/webhookSubscription", {
+  const description = await postSubscription(running.baseUrl, {
     event: "Order.Created",
     url: "http://127.0.0.1:9/",
     description: "a\u0000b",
@@ -115,7 +102,7 @@ test.serial("URLs with control characters or newlines are refused", async (t) =>
 test.serial("private signing keys are sealed at rest: a dump of the store signs nothing", async (t) => {
   const receiver = await Receiver.start();
   t.teardown(() => receiver.close());
-  const created = await rest(running.baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url: receiver.url });
+  const created = await postSubscription(running.baseUrl, { event: "Order.Created", url: receiver.url });
   t.is(created.status, 200);
   await running.service.stop();
   const opened = await openStore(loadConfig({ ...FAST_TEST_ENV, ...env }).store, pino({ level: "silent" }));
@@ -127,7 +114,7 @@ test.serial("private signing keys are sealed at rest: a dump of the store signs 
     await opened.close();
   }
   running = await startTestService({ ...env, MAX_PAYLOAD_BYTES: "2048" });
-  const sample = await rest(running.baseUrl, "POST", "/api/webhookSubscription/triggerSampleEventNotification", {
+  const sample = await postSample(running.baseUrl, {
     event: "Order.Created",
     url: receiver.url,
   });

@@ -3,8 +3,7 @@ import test from "ava";
 import { PATCHED_SOURCE_SHA256, patchJobProcessorOf, sourceDigest } from "../../src/delivery/job-processor-patch.js";
 import { adminAuth, createClient } from "../helpers/admin.js";
 import { Receiver } from "../helpers/receiver.js";
-import { rest, startTestService } from "../helpers/service.js";
-import { storeTargets } from "../helpers/stores.js";
+import { embeddedService, rest } from "../helpers/service.js";
 
 /**
  * The patch of Agenda's JobProcessor.runOrRetry (src/delivery/
@@ -28,16 +27,9 @@ async function until(condition: () => boolean, timeoutMs: number): Promise<boole
 }
 
 test.serial("finished delivery jobs leave no timers behind", async (t) => {
-  const target = storeTargets()[0];
-  if (!target) throw new Error("no store target");
-  const store = await target.create();
   const receiver = await Receiver.start();
-  const { service, baseUrl } = await startTestService(store.env);
-  t.teardown(async () => {
-    await service.stop();
-    await receiver.close();
-    await store.cleanup();
-  });
+  t.teardown(() => receiver.close());
+  const { baseUrl } = await embeddedService(t);
   const owner = await createClient(baseUrl, "Timers");
   await rest(baseUrl, "POST", "/api/internal/eventTypes", { name: "Timers.Tick", description: "a test event" }, adminAuth);
   const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Timers.Tick", url: receiver.url }, owner.auth);

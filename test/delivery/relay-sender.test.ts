@@ -1,19 +1,9 @@
 import test from "ava";
 import { RelaySender } from "../../src/delivery/relay-sender.js";
 import type { DeliveryActivity } from "../../src/domain/delivery-activity.js";
-import type { Notification } from "../../src/domain/model.js";
+import { notificationRecord } from "../helpers/subscriptions.js";
 
-const notification: Notification = {
-  id: "ntf_1",
-  subscriptionId: "sub_1",
-  clientId: "cli_1",
-  event: "Order.Created",
-  body: '{"Event":"Order.Created"}',
-  status: "pending",
-  attemptCount: 1,
-  createdAt: new Date(),
-  updatedAt: new Date(),
-};
+const notification = notificationRecord({ body: '{"Event":"Order.Created"}', attemptCount: 1 });
 const headers = { "X-Signature": "c2ln", "X-JobId": "ntf_1", "X-JobAttempt": "1" };
 
 function sender(timeoutMs = 5_000) {

@@ -1,21 +1,13 @@
 import test from "ava";
 import pg from "pg";
 import { adminAuth, createClient } from "../helpers/admin.js";
+import { eventually } from "../helpers/eventually.js";
 import { Receiver } from "../helpers/receiver.js";
 import { rest, startTestService } from "../helpers/service.js";
 import { notOnMongo, storeTargets } from "../helpers/stores.js";
 
 const postgres = storeTargets().find((target) => target.name === "postgres");
 notOnMongo(test, "the store's connections killed and refused under the scheduler");
-
-/** Polls `check` until it answers true; fails the test after `timeoutMs`. */
-async function eventually(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 if (postgres) {
   test("postgres: the store's connections killed and refused under the scheduler: health goes 503 with the reason, then back to 200 by itself; nothing accepted is lost", async (t) => {
@@ -53,12 +45,12 @@ if (postgres) {
     await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", [database]);
     let down: { status: number; json: Record<string, unknown> } = { status: 0, json: {} };
     await eventually(
+      "/healthz to report the outage",
       async () => {
         down = await rest(baseUrl, "GET", "/healthz");
         return down.status === 503;
       },
-      15_000,
-      "/healthz did not report the outage",
+      { timeoutMs: 15_000 },
     );
     t.is(down.json.status, "unavailable");
     t.regex(String(down.json.reason), /cannot reach its store/);
@@ -69,10 +61,12 @@ if (postgres) {
 
     // It comes back: health recovers by itself, and everything accepted before the outage is delivered.
     await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`);
-    await eventually(async () => (await rest(baseUrl, "GET", "/healthz")).status === 200, 20_000, "/healthz did not recover");
+    await eventually("/healthz to recover", async () => (await rest(baseUrl, "GET", "/healthz")).status === 200, { timeoutMs: 20_000 });
     for (let n = 10; n < 15; n++) for (const id of (await publish(n)).json.jobIds as string[]) accepted.add(id);
     const delivered = () => new Set(receiver.requests.filter((r) => r.status === 200).map((r) => r.headers["x-jobid"] as string));
-    await eventually(async () => [...accepted].every((id) => delivered().has(id)), 60_000, "not every accepted notification was delivered");
+    await eventually("every accepted notification to be delivered", () => [...accepted].every((id) => delivered().has(id)), {
+      timeoutMs: 60_000,
+    });
     t.is(accepted.size, 15);
   });
 } else {

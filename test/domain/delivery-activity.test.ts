@@ -1,19 +1,10 @@
 import test from "ava";
 import { activitiesFromLog, activitiesOf, activityKey, matchesFilter } from "../../src/domain/delivery-activity.js";
-import type { DeliveryAttempt, Notification, Subscription } from "../../src/domain/model.js";
+import type { DeliveryAttempt, Subscription } from "../../src/domain/model.js";
+import { notificationRecord } from "../helpers/subscriptions.js";
 
 const at = new Date("2026-11-23T01:00:00Z");
-const notification: Notification = {
-  id: "ntf_1",
-  subscriptionId: "sub_1",
-  clientId: "cli_1",
-  event: "Order.Created",
-  body: "{}",
-  status: "delivered",
-  attemptCount: 2,
-  createdAt: at,
-  updatedAt: at,
-};
+const notification = notificationRecord({ status: "delivered", attemptCount: 2, createdAt: at });
 const failedAttempt: DeliveryAttempt = {
   notificationId: "ntf_1",
   attempt: 0,

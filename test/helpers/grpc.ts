@@ -3,6 +3,17 @@ import { create, type DescMessage, fromBinary, type MessageInitShape, type Messa
 import type { GenService } from "@bufbuild/protobuf/codegenv2";
 import * as grpc from "@grpc/grpc-js";
 
+/** Every gRPC service the port serves, health and reflection included, sorted by name. */
+export const SERVED_SERVICES = [
+  "grpc.health.v1.Health",
+  "grpc.reflection.v1.ServerReflection",
+  "grpc.reflection.v1alpha.ServerReflection",
+  "webhooks.v1.ClientService",
+  "webhooks.v1.DeliveryService",
+  "webhooks.v1.EventService",
+  "webhooks.v1.SubscriptionService",
+];
+
 /**
  * A unary call through @grpc/grpc-js, the reference gRPC client, with
  * protobuf-es (de)serialisers: proof that the port speaks real gRPC.

@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { TestFn } from "ava";
 
 export interface ReceivedRequest {
   method: string;
@@ -27,6 +28,20 @@ export class Receiver {
 
   /** Listens on `port` (0: any free one). */
   static async start(respond?: Responder, port = 0): Promise<Receiver> {
+    const receiver = Receiver.#unstarted(respond);
+    await receiver.#listen(port);
+    return receiver;
+  }
+
+  /** One receiver for all of a test file's tests: listening before they run (a `before` hook), closed after. */
+  static shared(test: TestFn, respond?: Responder): Receiver {
+    const receiver = Receiver.#unstarted(respond);
+    test.before(() => receiver.#listen(0));
+    test.after.always(() => receiver.close());
+    return receiver;
+  }
+
+  static #unstarted(respond?: Responder): Receiver {
     const receiver: Receiver = new Receiver(
       createServer((req, res) => {
         const chunks: Buffer[] = [];
@@ -53,8 +68,11 @@ export class Receiver {
       }),
     );
     if (respond) receiver.respond = respond;
-    await new Promise<void>((resolve) => receiver.#server.listen(port, "127.0.0.1", resolve));
     return receiver;
+  }
+
+  #listen(port: number): Promise<void> {
+    return new Promise<void>((resolve) => this.#server.listen(port, "127.0.0.1", resolve));
   }
 
   get url(): string {

@@ -1,8 +1,8 @@
-import type { TestFn } from "ava";
+import type { ExecutionContext, TestFn } from "ava";
 import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { type RunningService, startService } from "../../src/service.js";
-import { storeTargets } from "./stores.js";
+import { type StoreTarget, storeTargets } from "./stores.js";
 
 export const API_KEY = "test-key-0123456789abcdef";
 export const ADMIN_TOKEN = "test-admin-0123456789abcdef";
@@ -40,6 +40,13 @@ export async function startTestService(env: Record<string, string>): Promise<Tes
   return { service, baseUrl: `http://127.0.0.1:${service.port}` };
 }
 
+/** The embedded store (PGlite), the one target every run has. */
+function embeddedTarget(): StoreTarget {
+  const target = storeTargets()[0];
+  if (!target) throw new Error("no store target");
+  return target;
+}
+
 /**
  * One service on embedded PGlite shared by a test file: started before its
  * tests, stopped after. Its fields are filled in by the `before` hook.
@@ -48,8 +55,7 @@ export function sharedService(test: TestFn, env: Record<string, string> = {}): T
   const shared = {} as TestService;
   let cleanup: (() => Promise<void>) | undefined;
   test.before(async () => {
-    const store = await storeTargets()[0]?.create();
-    if (!store) throw new Error("no store target");
+    const store = await embeddedTarget().create();
     cleanup = store.cleanup;
     Object.assign(shared, await startTestService({ ...store.env, ...env }));
   });
@@ -58,6 +64,36 @@ export function sharedService(test: TestFn, env: Record<string, string> = {}): T
     await cleanup?.();
   });
   return shared;
+}
+
+/** A service started by `serviceOn`, with the settings that name its database. */
+export interface ServiceOnStore extends TestService {
+  storeEnv: Record<string, string>;
+}
+
+/**
+ * The real service on a new database of `target`, `env` added to its
+ * settings, for the test `t`: stopped, and its database dropped, when the
+ * test ends (after the teardowns registered later, such as receivers').
+ */
+export async function serviceOn(t: ExecutionContext, target: StoreTarget, env: Record<string, string> = {}): Promise<ServiceOnStore> {
+  const store = await target.create();
+  t.teardown(store.cleanup);
+  const running = await startTestService({ ...store.env, ...env });
+  t.teardown(() => running.service.stop());
+  return { ...running, storeEnv: store.env };
+}
+
+/** One more instance of the service on the database `first` runs on (with `env`), stopped when the test `t` ends. */
+export async function anotherInstance(t: ExecutionContext, first: ServiceOnStore, env: Record<string, string> = {}): Promise<TestService> {
+  const running = await startTestService({ ...first.storeEnv, ...env });
+  t.teardown(() => running.service.stop());
+  return running;
+}
+
+/** `serviceOn` the embedded store (PGlite): for a test of the API that needs no other store. */
+export function embeddedService(t: ExecutionContext, env: Record<string, string> = {}): Promise<ServiceOnStore> {
+  return serviceOn(t, embeddedTarget(), env);
 }
 
 /** A JSON REST call with the test client's key unless `headers` says otherwise. */

@@ -1,6 +1,6 @@
 import { newId } from "../../src/domain/ids.js";
 import type { KeySealer } from "../../src/domain/key-sealing.js";
-import type { Subscription } from "../../src/domain/model.js";
+import type { Notification, Subscription } from "../../src/domain/model.js";
 import { generateSigningKeyPair } from "../../src/domain/signature.js";
 
 /**
@@ -20,6 +20,27 @@ export function subscriptionRecord(clientId: string, fields: Partial<Subscriptio
     signatureScheme: "RSA_SHA256",
     publicKeyPem: "pem",
     privateKeyPem: "sealed",
+    createdAt: at,
+    updatedAt: at,
+    ...fields,
+  };
+}
+
+/**
+ * A notification record as a store holds it: ntf_1 of the subscription sub_1
+ * and the client cli_1, an Order.Created with the body {}, pending with no
+ * attempt, made now; `fields` replaces any of that.
+ */
+export function notificationRecord(fields: Partial<Notification> = {}): Notification {
+  const at = fields.createdAt ?? new Date();
+  return {
+    id: "ntf_1",
+    subscriptionId: "sub_1",
+    clientId: "cli_1",
+    event: "Order.Created",
+    body: "{}",
+    status: "pending",
+    attemptCount: 0,
     createdAt: at,
     updatedAt: at,
     ...fields,

@@ -1,21 +1,12 @@
 import test from "ava";
 import type { DeliveryEvent } from "../../src/domain/delivery-events.js";
-import type { Notification, Subscription } from "../../src/domain/model.js";
+import type { Subscription } from "../../src/domain/model.js";
 import { type AttemptFinished, MetricsObserver, outcomeOf } from "../../src/observability/delivery-metrics.js";
 import { ServiceMetrics } from "../../src/observability/metrics.js";
+import { notificationRecord } from "../helpers/subscriptions.js";
 
 const accepted = new Date("2026-01-01T00:00:00Z");
-const notification: Notification = {
-  id: "ntf_1",
-  subscriptionId: "sub_1",
-  clientId: "cli_1",
-  event: "Order.Created",
-  body: "{}",
-  status: "pending",
-  attemptCount: 0,
-  createdAt: accepted,
-  updatedAt: accepted,
-};
+const notification = notificationRecord({ createdAt: accepted });
 const subscription = { id: "sub_1", clientId: "cli_1", event: "Order.Created" } as Subscription;
 const later = (seconds: number) => new Date(accepted.getTime() + seconds * 1000);
 

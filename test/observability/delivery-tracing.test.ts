@@ -3,9 +3,9 @@ import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import test from "ava";
-import type { Notification } from "../../src/domain/model.js";
 import { TracingObserver } from "../../src/observability/delivery-tracing.js";
 import { contextOfTraceParent, currentTraceHeaders, currentTraceParent } from "../../src/observability/trace-context.js";
+import { notificationRecord } from "../helpers/subscriptions.js";
 
 const exporter = new InMemorySpanExporter();
 // Read before anything is registered: the API alone does nothing.
@@ -15,17 +15,7 @@ propagation.setGlobalPropagator(new W3CTraceContextPropagator());
 trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
 const tracer = trace.getTracer("test");
 
-const notification: Notification = {
-  id: "ntf_1",
-  subscriptionId: "sub_1",
-  clientId: "cli_1",
-  event: "Order.Created",
-  body: "{}",
-  status: "pending",
-  attemptCount: 1,
-  createdAt: new Date(),
-  updatedAt: new Date(),
-};
+const notification = notificationRecord({ attemptCount: 1 });
 
 test.serial("without a registered SDK there is no trace context to store", (t) => {
   t.is(beforeRegistration, undefined);

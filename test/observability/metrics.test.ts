@@ -1,8 +1,10 @@
 import test from "ava";
 import { createClient } from "../helpers/admin.js";
+import { postPublish, postSubscription } from "../helpers/calls.js";
+import { eventually } from "../helpers/eventually.js";
 import { grew, sampleOf, scrape } from "../helpers/metrics.js";
 import { Receiver } from "../helpers/receiver.js";
-import { ADMIN_TOKEN, rest, startTestService } from "../helpers/service.js";
+import { ADMIN_TOKEN, embeddedService, rest, serviceOn } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
 const METRICS_TOKEN = "metrics-token-0123456789";
@@ -10,29 +12,27 @@ const ORDER = { OrderId: "ord_42", CustomerId: "cus_7", TotalAmount: 42.5, Curre
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
 /** Scrapes until `done` holds of a scrape, for at most `timeoutMs`; answers that scrape. */
-async function scrapeUntil(baseUrl: string, done: (samples: Map<string, number>) => boolean, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const samples = await scrape(baseUrl, METRICS_TOKEN);
-    if (done(samples)) return samples;
-    if (Date.now() > deadline) throw new Error("the metrics did not get there in time");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+function scrapeUntil(baseUrl: string, done: (samples: Map<string, number>) => boolean, timeoutMs = 20_000) {
+  return eventually(
+    "the metrics to get there",
+    async () => {
+      const samples = await scrape(baseUrl, METRICS_TOKEN);
+      return done(samples) ? samples : undefined;
+    },
+    { timeoutMs, intervalMs: 50 },
+  );
 }
 
 for (const target of storeTargets()) {
   test.serial(`${target.name}: /metrics counts a real publish, its deliveries and retries, and the queue drains to zero`, async (t) => {
-    const store = await target.create();
-    const { service, baseUrl } = await startTestService({ ...store.env, METRICS_TOKEN });
     const fine = await Receiver.start();
     let failures = 1;
     const flaky = await Receiver.start(() => (failures-- > 0 ? { status: 500 } : { status: 204 }));
     t.teardown(async () => {
-      await service.stop();
       await fine.close();
       await flaky.close();
-      await store.cleanup();
     });
+    const { baseUrl } = await serviceOn(t, target, { METRICS_TOKEN });
 
     const unauthorised = await fetch(`${baseUrl}/metrics`);
     t.is(unauthorised.status, 401, "METRICS_TOKEN guards the scrape");
@@ -43,25 +43,13 @@ for (const target of storeTargets()) {
 
     const client = await createClient(baseUrl, "metrics");
     for (const url of [fine.url, flaky.url]) {
-      const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url }, client.auth);
+      const created = await postSubscription(baseUrl, { event: "Order.Created", url }, client.auth);
       t.is(created.status, 200, created.text);
     }
     const before = await scrape(baseUrl, METRICS_TOKEN);
-    const published = await rest(
-      baseUrl,
-      "POST",
-      "/api/internal/events/publish",
-      { clientId: client.id, event: "Order.Created", payload: ORDER },
-      admin,
-    );
+    const published = await postPublish(baseUrl, { clientId: client.id, event: "Order.Created", payload: ORDER }, admin);
     t.is(published.status, 200, published.text);
-    const nobody = await rest(
-      baseUrl,
-      "POST",
-      "/api/internal/events/publish",
-      { clientId: client.id, event: "Order.Shipped", payload: {} },
-      admin,
-    );
+    const nobody = await postPublish(baseUrl, { clientId: client.id, event: "Order.Shipped", payload: {} }, admin);
     t.is(nobody.status, 200, nobody.text);
     const missing = await rest(baseUrl, "GET", "/api/webhookSubscription/sub_0123456789abcdef0123456789abcdef", undefined, client.auth);
     t.is(missing.status, 404);
@@ -101,32 +89,15 @@ for (const target of storeTargets()) {
 }
 
 test.serial("the queue gauges see a backlog: pending jobs, the oldest one's age, and endpoints at their cap", async (t) => {
-  const store = await storeTargets()[0]?.create();
-  if (!store) return t.fail("no store");
-  // One request at a time per endpoint, so that a receiver that does not answer holds its one slot and the rest wait.
-  const { service, baseUrl } = await startTestService({
-    ...store.env,
-    METRICS_TOKEN,
-    DELIVERY_ENDPOINT_CONCURRENCY: "1",
-    DELIVERY_TIMEOUT_MS: "60000",
-  });
   const held = await Receiver.start(() => ({ status: 200, delayMs: 60_000 }));
-  t.teardown(async () => {
-    await service.stop();
-    await held.close();
-    await store.cleanup();
-  });
+  t.teardown(() => held.close());
+  // One request at a time per endpoint, so that a receiver that does not answer holds its one slot and the rest wait.
+  const { baseUrl } = await embeddedService(t, { METRICS_TOKEN, DELIVERY_ENDPOINT_CONCURRENCY: "1", DELIVERY_TIMEOUT_MS: "60000" });
   const client = await createClient(baseUrl, "backlog");
-  const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url: held.url }, client.auth);
+  const created = await postSubscription(baseUrl, { event: "Order.Created", url: held.url }, client.auth);
   t.is(created.status, 200, created.text);
   for (let i = 0; i < 5; i++) {
-    const published = await rest(
-      baseUrl,
-      "POST",
-      "/api/internal/events/publish",
-      { clientId: client.id, event: "Order.Created", payload: ORDER },
-      admin,
-    );
+    const published = await postPublish(baseUrl, { clientId: client.id, event: "Order.Created", payload: ORDER }, admin);
     t.is(published.status, 200, published.text);
   }
   await held.waitFor(1);
@@ -142,13 +113,7 @@ test.serial("the queue gauges see a backlog: pending jobs, the oldest one's age,
 });
 
 test.serial("METRICS_ENABLED=false: no /metrics", async (t) => {
-  const store = await storeTargets()[0]?.create();
-  if (!store) return t.fail("no store");
-  const { service, baseUrl } = await startTestService({ ...store.env, METRICS_ENABLED: "false" });
-  t.teardown(async () => {
-    await service.stop();
-    await store.cleanup();
-  });
+  const { baseUrl } = await embeddedService(t, { METRICS_ENABLED: "false" });
   const response = await fetch(`${baseUrl}/metrics`);
   t.is(response.status, 404);
   t.is((await fetch(`${baseUrl}/readyz`)).status, 200);

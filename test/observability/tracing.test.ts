@@ -4,8 +4,9 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import test from "ava";
 import { createClient } from "../helpers/admin.js";
+import { postPublish, postSubscription } from "../helpers/calls.js";
 import { Receiver } from "../helpers/receiver.js";
-import { ADMIN_TOKEN, rest, startTestService } from "../helpers/service.js";
+import { ADMIN_TOKEN, serviceOn, startTestService } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
 // What startTracing registers, with an in-memory exporter instead of OTLP; this process (one test file) only.
@@ -34,26 +35,17 @@ const attemptsOf = (spans: ReadableSpan[], jobIds: readonly string[]) =>
 for (const target of storeTargets()) {
   test.serial(`${target.name}: a publish to two subscriptions is one trace: the call's span and a child span per attempt`, async (t) => {
     exporter.reset();
-    const store = await target.create();
-    const { service, baseUrl } = await startTestService({ ...store.env, PROPAGATE_TRACE_CONTEXT: "true" });
     const receivers = [await Receiver.start(), await Receiver.start()];
     t.teardown(async () => {
-      await service.stop();
       for (const receiver of receivers) await receiver.close();
-      await store.cleanup();
     });
+    const { baseUrl } = await serviceOn(t, target, { PROPAGATE_TRACE_CONTEXT: "true" });
     const client = await createClient(baseUrl, "traced");
     for (const receiver of receivers) {
-      const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Created", url: receiver.url }, client.auth);
+      const created = await postSubscription(baseUrl, { event: "Order.Created", url: receiver.url }, client.auth);
       t.is(created.status, 200, created.text);
     }
-    const published = await rest(
-      baseUrl,
-      "POST",
-      "/api/internal/events/publish",
-      { clientId: client.id, event: "Order.Created", payload: ORDER },
-      admin,
-    );
+    const published = await postPublish(baseUrl, { clientId: client.id, event: "Order.Created", payload: ORDER }, admin);
     t.is(published.status, 200, published.text);
     const jobIds = published.json.jobIds as string[];
     t.is(jobIds.length, 2);
@@ -101,21 +93,9 @@ for (const target of storeTargets()) {
       await store.cleanup();
     });
     const client = await createClient(first.baseUrl, "restarted");
-    const created = await rest(
-      first.baseUrl,
-      "POST",
-      "/api/webhookSubscription",
-      { event: "Order.Created", url: receiver.url },
-      client.auth,
-    );
+    const created = await postSubscription(first.baseUrl, { event: "Order.Created", url: receiver.url }, client.auth);
     t.is(created.status, 200, created.text);
-    const published = await rest(
-      first.baseUrl,
-      "POST",
-      "/api/internal/events/publish",
-      { clientId: client.id, event: "Order.Created", payload: ORDER },
-      admin,
-    );
+    const published = await postPublish(first.baseUrl, { clientId: client.id, event: "Order.Created", payload: ORDER }, admin);
     const jobIds = published.json.jobIds as string[];
     await receiver.waitFor(1);
     await first.service.stop();

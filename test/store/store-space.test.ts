@@ -1,17 +1,12 @@
 import test from "ava";
 import { StoreFullError } from "../../src/domain/errors.js";
 import { asStoreFull, StoreSpace } from "../../src/store/postgres/store-space.js";
+import { eventually } from "../helpers/eventually.js";
 
 const diskFull = (message: string) => Object.assign(new Error(message), { code: "53100" });
 
-/** Resolves once `check` holds, polling each millisecond; rejects after a second. */
-async function until(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 1_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what} within a second`);
-    await new Promise((resolve) => setTimeout(resolve, 1));
-  }
-}
+/** Asked each millisecond, for up to a second. */
+const QUICK = { timeoutMs: 1_000, intervalMs: 1 };
 
 test("a disk_full error becomes a StoreFullError naming what the database said; others pass unchanged", (t) => {
   const full = asStoreFull(diskFull('could not extend file "base/5/1": No space left on device'));
@@ -46,11 +41,11 @@ test("roomy → full on a failure, full while probes fail (with their reason), r
     ok: false,
     reason: "the store is full (since 2026-01-02T03:04:05.000Z): no space again; free space on its disk",
   });
-  await until(() => probes >= 2, "two probes");
+  await eventually("two probes", () => probes >= 2, QUICK);
   t.regex(String(space.report().reason), /: still no space; /);
 
   room = true;
-  await until(() => space.report().ok, "roomy again");
+  await eventually("roomy again", () => space.report().ok, QUICK);
   t.deepEqual(changes, ["no space", undefined]);
   const after = probes;
   // An absence can only be watched for a while: six probe intervals.
