@@ -1,6 +1,6 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { TimeSeriesChart } from "../charts/time-series-chart.js";
 import type { DeliveryStats } from "../../../src/gen/webhooks/v1/delivery_stats_pb.js";
+import { TimeSeriesChart } from "../charts/time-series-chart.js";
 
 /** The ranges the stats RPCs answer, as the picker names them. */
 export const RANGES = [
@@ -49,7 +49,7 @@ export function DeliveryFigures({ stats }: { stats: DeliveryStats }) {
   ] as const;
   return (
     <>
-      <dl class="figures stats-totals">
+      <dl class="figures-totals">
         {figures.map(([name, value]) => (
           <div key={name}>
             <dt>{name}</dt>

@@ -1,7 +1,7 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { useState } from "preact/hooks";
-import { Sparkline } from "../charts/sparkline.js";
 import type { EndpointHealth } from "../../../src/gen/webhooks/v1/delivery_stats_pb.js";
+import { Sparkline } from "../charts/sparkline.js";
 import { formatTime } from "../format.js";
 import { roundedOrNull } from "./delivery-stats.js";
 
@@ -97,7 +97,12 @@ export function EndpointHealthTable({ endpoints, step, onClient }: EndpointHealt
             <tr key={`${endpoint.clientId} ${endpoint.origin}`}>
               {onClient && (
                 <td class="mono" data-label="Client">
-                  <button type="button" class="link" aria-label={`Show only ${endpoint.clientId}`} onClick={() => onClient(endpoint.clientId)}>
+                  <button
+                    type="button"
+                    class="link"
+                    aria-label={`Show only ${endpoint.clientId}`}
+                    onClick={() => onClient(endpoint.clientId)}
+                  >
                     {endpoint.clientId}
                   </button>
                 </td>

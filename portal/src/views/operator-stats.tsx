@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { events } from "../api.js";
 import { ErrorText, Section, useLoad } from "../components.js";
-import { DeliveryFigures, RangePicker, type Range, stepName } from "./delivery-stats.js";
+import { DeliveryFigures, type Range, RangePicker, stepName } from "./delivery-stats.js";
 import { EndpointHealthTable } from "./endpoint-health.js";
 
 /**
