@@ -40,13 +40,6 @@ const FIRST: Record<Column, Direction> = {
 
 const percent = (rate: number | undefined) => (rate === undefined ? "—" : `${(rate * 100).toFixed(1)} %`);
 
-/** Success rate per step in percent, null at a step without attempts. */
-const ratesOf = (endpoint: EndpointHealth): Array<number | null> =>
-  endpoint.attemptsPerStep.map((attempts, index) => {
-    const failed = Number(endpoint.failedAttemptsPerStep[index] ?? 0n);
-    return attempts > 0n ? Math.round(((Number(attempts) - failed) / Number(attempts)) * 1000) / 10 : null;
-  });
-
 export interface EndpointHealthTableProps {
   endpoints: readonly EndpointHealth[];
   /** "minute" or "hour": a sparkline point's width. */
@@ -89,7 +82,7 @@ export function EndpointHealthTable({ endpoints, step, onClient }: EndpointHealt
             {heading("p95", "p95 latency")}
             {heading("attempts", "Attempts")}
             {heading("failingSince", "Failing since")}
-            <th scope="col">Success rate per {step}</th>
+            <th scope="col">Failed attempts per {step}</th>
           </tr>
         </thead>
         <tbody>
@@ -116,8 +109,12 @@ export function EndpointHealthTable({ endpoints, step, onClient }: EndpointHealt
                 {Number(endpoint.attempts).toLocaleString()} ({Number(endpoint.failedAttempts).toLocaleString()} failed)
               </td>
               <td data-label="Failing since">{endpoint.failingSince ? formatTime(endpoint.failingSince) : "—"}</td>
-              <td data-label={`Success rate per ${step}`}>
-                <Sparkline label={`${endpoint.origin}, success rate per ${step}`} values={ratesOf(endpoint)} unit="%" tone="green" />
+              <td data-label={`Failed attempts per ${step}`}>
+                <Sparkline
+                  label={`${endpoint.origin}, failed attempts per ${step}`}
+                  values={endpoint.failedAttemptsPerStep.map(Number)}
+                  tone="red"
+                />
               </td>
             </tr>
           ))}
