@@ -324,7 +324,7 @@ if (chromiumOrSkip(test, "portal end-to-end tests")) {
     const asClient = { authorization: `Bearer ${key}` };
     t.is((await fetch(`${running.baseUrl}/api/webhookSubscription`, { headers: asClient })).status, 200);
 
-    await page.getByRole("button", { name: "Manage Offboarded Ltd" }).click();
+    await page.getByRole("button", { name: "Keys and state of Offboarded Ltd" }).click();
     const keys = page.getByRole("table", { name: "API keys of Offboarded Ltd" });
     const row = keys.locator("tbody tr").first();
     await row.locator("td.mono", { hasText: /^key_/ }).waitFor();

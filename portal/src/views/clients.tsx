@@ -69,7 +69,7 @@ export function Clients() {
                 <td data-label="Keys">
                   <button
                     type="button"
-                    aria-label={`Manage ${client.name}`}
+                    aria-label={`Keys and state of ${client.name}`}
                     aria-expanded={managed === client.id}
                     onClick={() => setManaged(managed === client.id ? undefined : client.id)}
                   >

@@ -6,7 +6,7 @@ export function Dashboard() {
   const dashboard = useLoad(() => events.getDeliveryDashboard({}), []);
   const value = dashboard.value;
   return (
-    <Section title="Last hour" id="dashboard">
+    <Section title="This instance, last hour" id="dashboard">
       <ErrorText error={dashboard.error} />
       {value && (
         <>

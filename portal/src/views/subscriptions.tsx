@@ -3,6 +3,7 @@ import { subscriptions } from "../api.js";
 import { ErrorText, Pager, Section, useAction, useLoad, usePages } from "../components.js";
 import { formatTime } from "../format.js";
 import { href, navigate } from "../router.js";
+import { ClientStats } from "./client-stats.js";
 import { FILTER_HINT, HEADERS_HINT, parseFilterText, parseHeaderLines } from "./delivery-controls.js";
 
 function CreateSubscription({ onCreated }: { onCreated: () => void }) {
@@ -121,6 +122,7 @@ export function SubscriptionsView() {
         </div>
         <Pager pages={pages} next={list.value?.nextPageToken} labels={["Previous page", "Next page"]} />
       </Section>
+      <ClientStats />
       <CreateSubscription onCreated={list.reload} />
     </>
   );
