@@ -138,6 +138,8 @@ export const MIGRATIONS: readonly string[] = [
   `ALTER TABLE wh_clients ADD COLUMN disabled_at timestamptz, ADD COLUMN disabled_reason text, ADD COLUMN deleted_at timestamptz;
    CREATE INDEX wh_clients_barred_idx ON wh_clients (id) WHERE disabled_at IS NOT NULL OR deleted_at IS NOT NULL;
    ALTER TABLE wh_api_keys ADD COLUMN name text NOT NULL DEFAULT '', ADD COLUMN last_used_at timestamptz;`,
+  // The retention purge's way through each client's idempotency keys, oldest first (notifications.ts).
+  "CREATE INDEX wh_idempotency_keys_client_created_idx ON wh_idempotency_keys (client_id, created_at)",
 ];
 
 /** Brings the schema up to date; `migrations` other than all of them only to build an older schema in a test. */
