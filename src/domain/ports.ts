@@ -199,6 +199,13 @@ export interface NotificationStore {
    * Instances purging at once share the work: a row is deleted once.
    */
   purgeEnded(now: Date, defaultRetentionMs: number, limit: number): Promise<{ notifications: number; attempts: number }>;
+  /**
+   * Deletes up to `limit` idempotency keys stored before `now` less their
+   * lifetime: `lifetimeMs` or their client's retention (its own, else
+   * `defaultRetentionMs`), whichever is shorter; how many. A publish
+   * repeating a deleted key is a new publish.
+   */
+  purgeExpiredKeys(now: Date, defaultRetentionMs: number, lifetimeMs: number, limit: number): Promise<number>;
   /** When the oldest notification kept (pending ones too) was created; undefined when there is none. */
   oldestCreatedAt(): Promise<Date | undefined>;
 }

@@ -7,7 +7,14 @@ export const MIN_RETENTION_MS = 1_000;
 /** The longest: a hundred years, far past any need, and well inside what a timestamp can subtract. */
 export const MAX_RETENTION_MS = 36_500 * 86_400_000;
 
-/** Notifications one purge statement deletes at most: on the embedded store, a few milliseconds of its one session. */
+/**
+ * The longest an idempotency key is kept (Stripe's 24 hours): a repeat
+ * within it is answered as the first publish; a client's retention, when
+ * shorter, is the key's lifetime, so no key outlives what it names.
+ */
+export const IDEMPOTENCY_KEY_LIFETIME_MS = 86_400_000;
+
+/** Rows (notifications, or keys) one purge statement deletes at most: on the embedded store, a few milliseconds of its one session. */
 export const PURGE_BATCH = 100;
 
 /** A retention, checked (from 1 s to a hundred years) and in whole milliseconds. */
@@ -27,14 +34,17 @@ export function purgeIntervalMs(retentionMs: number): number {
   return Math.min(60_000, Math.max(1_000, Math.floor(retentionMs / 2)));
 }
 
-/** What a purge reports: the rows each round deleted, and the oldest notification left. */
+/** Rows one purge batch deleted, by table; a table left out: none. */
+export type PurgedRows = Partial<Record<"notifications" | "attempts" | "idempotency_keys", number>>;
+
+/** What a purge reports: the rows each batch deleted, and the oldest notification left. */
 export interface RetentionObserver {
-  purged(deleted: { notifications: number; attempts: number }): void;
+  purged(deleted: PurgedRows): void;
   oldestKept(createdAt: Date | undefined): void;
 }
 
 export interface RetentionPurgeDeps {
-  store: Pick<NotificationStore, "purgeEnded" | "oldestCreatedAt">;
+  store: Pick<NotificationStore, "purgeEnded" | "purgeExpiredKeys" | "oldestCreatedAt">;
   /** The delivery statistics, purged each round too (minute rows after a day; hour rows see hourRowsKeptMs), and merged. */
   stats: Pick<DeliveryStatsStore, "purge" | "merge">;
   /** Read each round for the shortest retention, which sets when the next round runs; deleted clients' data goes too. */
@@ -48,7 +58,9 @@ export interface RetentionPurgeDeps {
 
 /**
  * Deletes ended notifications past their retention, with their attempts,
- * and whatever deleted clients (ClientDirectory.delete) left,
+ * idempotency keys past their lifetime (IDEMPOTENCY_KEY_LIFETIME_MS or the
+ * retention, whichever is shorter), and whatever deleted clients
+ * (ClientDirectory.delete) left,
  * every `purgeIntervalMs` of the shortest retention: a round deletes `PURGE_BATCH` at a time until a
  * batch finds fewer, each batch a statement of its own, so deliveries' own
  * statements run between them and nothing is held for the whole round.
@@ -103,6 +115,12 @@ export class RetentionPurge {
       observer.purged(deleted);
       if (deleted.notifications < PURGE_BATCH || this.#stopped) break;
       // Whatever queued behind this batch goes before the next.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    while (!this.#stopped) {
+      const keys = await store.purgeExpiredKeys(now, retentionMs, IDEMPOTENCY_KEY_LIFETIME_MS, PURGE_BATCH);
+      observer.purged({ idempotency_keys: keys });
+      if (keys < PURGE_BATCH) break;
       await new Promise((resolve) => setImmediate(resolve));
     }
     // Deleted clients' data, all of it, pending notifications too, batch by batch until a batch finds nothing.

@@ -1,7 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { LaneOccupancy } from "../delivery/fairness/fair-lanes.js";
 import type { JobCounts } from "../delivery/job-store.js";
-import type { RetentionObserver } from "../domain/retention.js";
+import type { PurgedRows, RetentionObserver } from "../domain/retention.js";
 
 /** What the scrape-time gauges read: the job store's counts (every instance's queue) and this instance's lanes. */
 export interface QueueSources {
@@ -84,7 +84,7 @@ export class ServiceMetrics implements RetentionObserver {
 
   readonly retentionDeleted = new Counter({
     name: "webhook_retention_deleted_rows_total",
-    help: "Rows the retention purge deleted, by table (notifications, attempts).",
+    help: "Rows the retention purge deleted, by table (notifications, attempts, idempotency_keys).",
     labelNames: ["table"] as const,
     registers: [this.registry],
   });
@@ -161,9 +161,8 @@ export class ServiceMetrics implements RetentionObserver {
     );
   }
 
-  purged(deleted: { notifications: number; attempts: number }): void {
-    this.retentionDeleted.inc({ table: "notifications" }, deleted.notifications);
-    this.retentionDeleted.inc({ table: "attempts" }, deleted.attempts);
+  purged(deleted: PurgedRows): void {
+    for (const [table, rows] of Object.entries(deleted)) this.retentionDeleted.inc({ table }, rows);
   }
 
   oldestKept(createdAt: Date | undefined): void {

@@ -90,6 +90,45 @@ for (const target of storeTargets()) {
   );
 }
 
+for (const target of storeTargets()) {
+  testOn(test, target)(
+    `${target.name}: an idempotency key goes with its client's retention: a repeat after that is a new publish`,
+    async (t) => {
+      const store = await target.create();
+      const running = await startTestService({ ...store.env, RETENTION: "2s" });
+      const ok = await Receiver.start();
+      t.teardown(async () => {
+        await running.service.stop();
+        await ok.close();
+        await store.cleanup();
+      });
+      const base = running.baseUrl;
+      t.is(
+        (await rest(base, "POST", "/api/internal/eventTypes", { name: "Retention.Keyed", description: "a test event" }, adminAuth)).status,
+        200,
+      );
+      const client = await createClient(base, "Keys kept 2 s");
+      t.is((await rest(base, "POST", BASE, { event: "Retention.Keyed", url: ok.url }, client.auth)).status, 200);
+      const publish = async () => {
+        const body = { clientId: client.id, event: "Retention.Keyed", payload: {}, idempotencyKey: "order-1" };
+        const published = await rest(base, "POST", "/api/internal/events/publish", body, adminAuth);
+        t.is(published.status, 200, published.text);
+        return published.json.jobIds as string[];
+      };
+      const keysPurged = async () => sampleOf(await scrape(base), DELETED, { table: "idempotency_keys" });
+
+      const first = await publish();
+      t.is(first.length, 1);
+      t.deepEqual(await publish(), first, "a repeat within the retention is the first publish");
+      await eventually("the key's purge", async () => (await keysPurged()) >= 1, { timeoutMs: 20_000 });
+      const again = await publish();
+      t.is(again.length, 1);
+      t.notDeepEqual(again, first, "a repeat of the purged key is a new publish");
+      await eventually("both deliveries", async () => ok.requests.length === 2);
+    },
+  );
+}
+
 test("a client's limits are set at creation and changed by the admin API, and bad ones are refused", async (t) => {
   const store = await storeTargets()[0]?.create();
   if (!store) throw new Error("no store target");

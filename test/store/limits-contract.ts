@@ -1,8 +1,16 @@
 import type { TestFn } from "ava";
+import type { JobStore } from "../../src/delivery/job-store.js";
 import { newId } from "../../src/domain/ids.js";
 import type { Notification, Subscription } from "../../src/domain/model.js";
 import { subscriptionRecord } from "../helpers/subscriptions.js";
 import { accept, type ContractStore, recordThroughJob } from "./store-contract.js";
+
+/** A keyed publish with no deliveries: how the store answers its key. */
+async function insertOnce(jobs: JobStore, clientId: string, key: string): Promise<{ duplicate: boolean }> {
+  const [answer] = await jobs.insertBatch([{ clientId, key, deliveries: [] }]);
+  if (!answer) throw new Error("insertBatch answered nothing");
+  return answer;
+}
 
 /**
  * The storage port's part in clients' limits, run against every adapter
@@ -117,6 +125,43 @@ export function limitsContract(test: TestFn, name: string, open: () => Promise<C
     }
     t.is(deleted, 10);
     for (const n of made10) t.is(await store.notifications.get(n.id), undefined);
+  });
+
+  test.serial(`${name}: idempotency keys go after a day or their client's shorter retention, each once, a batch at a time`, async (t) => {
+    const { clients, jobs, notifications } = await open();
+    const plain = await clients.ensureWithKey("keys kept a day", newId("cli"));
+    const brief = await clients.ensureWithKey("keys kept a minute", newId("cli"));
+    await clients.setLimits(brief.id, { retentionMs: 60_000 });
+    const keys = ["a", "b", "c", "d", "e"];
+    for (const key of keys) {
+      await insertOnce(jobs, plain.id, key);
+      await insertOnce(jobs, brief.id, key);
+    }
+    // Keys are stored at the store's clock; the purge is asked as if later. The service's retention: 30 days.
+    const stored = Date.now();
+    const purge = (afterMs: number, limit: number) => notifications.purgeExpiredKeys(new Date(stored + afterMs), 30 * DAY, DAY, limit);
+    const purgeAll = async (afterMs: number) => {
+      let deleted = 0;
+      for (;;) {
+        const rounds = await Promise.all([purge(afterMs, 2), purge(afterMs, 2)]);
+        t.true(
+          rounds.every((r) => r <= 2),
+          `batches of 2: ${rounds}`,
+        );
+        const round = rounds.reduce((sum, r) => sum + r, 0);
+        if (round === 0) return deleted;
+        deleted += round;
+      }
+    };
+
+    t.is(await purge(-60_000, 100), 0, "none has expired yet");
+    t.is(await purgeAll(2 * 60_000), keys.length, "the brief client's keys, after its minute");
+    t.false((await insertOnce(jobs, brief.id, "a")).duplicate, "a repeat of a purged key is new");
+    t.true((await insertOnce(jobs, plain.id, "a")).duplicate, "the other client's key is kept");
+
+    // A day later: every key of the service's retention goes (those of other tests too: at least ours).
+    t.true((await purgeAll(DAY + 2 * 60_000)) >= keys.length);
+    t.false((await insertOnce(jobs, plain.id, "a")).duplicate);
   });
 
   test(`${name}: a client holds at most its quota of subscriptions and one per event and URL, also when created at once`, async (t) => {

@@ -13,7 +13,7 @@ const NAMESPACE_NOT_FOUND = 26;
 /** Creates the indexes the queries rely on (the SQL migration's, mostly by the same names); safe to run on every start. */
 export async function ensureMongoIndexes(db: Db): Promise<void> {
   const c = collections(db);
-  // Event types, clients and idempotency keys need none: `_id` is their key.
+  // Event types and clients need none: `_id` is their key.
   await Promise.all([
     c.apiKeys.createIndexes([
       { key: { keyHash: 1 }, name: "wh_api_keys_key_hash_key", unique: true },
@@ -39,6 +39,8 @@ export async function ensureMongoIndexes(db: Db): Promise<void> {
       { key: { step: 1, start: 1, endpoint: 1 }, name: "wh_delivery_stats_step_idx" },
       { key: { clientId: 1, step: 1, start: 1 }, name: "wh_delivery_stats_client_idx" },
     ]),
+    // The retention purge's way through each client's idempotency keys, oldest first.
+    c.idempotencyKeys.createIndexes([{ key: { "_id.clientId": 1, createdAt: 1 }, name: "wh_idempotency_keys_client_created_idx" }]),
   ]);
   // A prefix of its successor, so dropping it loses nothing; another instance may have dropped it first.
   await c.notifications.dropIndex(SUPERSEDED_NOTIFICATION_INDEX).catch((error: unknown) => {

@@ -17,7 +17,7 @@ export async function createMongoStore(db: Db): Promise<Store> {
     clients: new MongoClientStore(c),
     eventTypes: new MongoEventTypeStore(c.eventTypes),
     subscriptions,
-    notifications: new MongoNotificationStore(c.notifications, c.attempts, c.clients),
+    notifications: new MongoNotificationStore(c.notifications, c.attempts, c.clients, c.idempotencyKeys),
     stats: new MongoDeliveryStatsStore(db),
   };
 }

@@ -1,7 +1,16 @@
 import type { Collection, Filter } from "mongodb";
 import type { DeliveryAttempt, Notification } from "../../domain/model.js";
 import type { NotificationQuery, NotificationStore } from "../../domain/ports.js";
-import { type AttemptDoc, type ClientDoc, checkCursor, checkLimit, isString, type NotificationDoc, optional } from "./documents.js";
+import {
+  type AttemptDoc,
+  type ClientDoc,
+  checkCursor,
+  checkLimit,
+  type IdempotencyKeyDoc,
+  isString,
+  type NotificationDoc,
+  optional,
+} from "./documents.js";
 
 // Field by field, so the `scheduled` flag and the job (see jobs.ts) stay inside
 // and a stored null reads as absent.
@@ -35,6 +44,7 @@ export class MongoNotificationStore implements NotificationStore {
     private readonly notifications: Collection<NotificationDoc>,
     private readonly attempts: Collection<AttemptDoc>,
     private readonly clients: Collection<ClientDoc>,
+    private readonly idempotencyKeys: Collection<IdempotencyKeyDoc>,
   ) {}
 
   async get(id: string): Promise<Notification | undefined> {
@@ -106,6 +116,34 @@ export class MongoNotificationStore implements NotificationStore {
     const attempts = await this.attempts.deleteMany({ notificationId: { $in: ids } });
     const notifications = await this.notifications.deleteMany({ _id: { $in: ids }, ...ended });
     return { notifications: notifications.deletedCount, attempts: attempts.deletedCount };
+  }
+
+  /**
+   * As the SQL statement: each client's oldest keys past their lifetime, on
+   * its (clientId, createdAt) index, deleted with the same condition, so a
+   * key stored again meanwhile (its twin deleted by another instance) stays.
+   */
+  async purgeExpiredKeys(now: Date, defaultRetentionMs: number, lifetimeMs: number, limit: number): Promise<number> {
+    checkLimit(limit);
+    let deleted = 0;
+    let left = limit;
+    for (const client of await this.#clients()) {
+      if (left <= 0) break;
+      const expired = {
+        "_id.clientId": client._id,
+        createdAt: { $lt: new Date(now.getTime() - Math.min(client.retentionMs ?? defaultRetentionMs, lifetimeMs)) },
+      };
+      const docs = await this.idempotencyKeys
+        .find(expired)
+        .sort({ createdAt: 1 })
+        .limit(left)
+        .project<Pick<IdempotencyKeyDoc, "_id">>({ _id: 1 })
+        .toArray();
+      if (docs.length === 0) continue;
+      left -= docs.length;
+      deleted += (await this.idempotencyKeys.deleteMany({ ...expired, _id: { $in: docs.map((doc) => doc._id) } })).deletedCount;
+    }
+    return deleted;
   }
 
   async oldestCreatedAt(): Promise<Date | undefined> {

@@ -68,13 +68,17 @@ const PURGE_DELETED_NOTIFICATIONS = `
   )
   SELECT (SELECT count(*) FROM notifications)::int AS notifications, (SELECT count(*) FROM attempts)::int AS attempts`;
 
-/** Then its subscriptions and idempotency keys, a batch of each; the client goes once it holds nothing. */
+/**
+ * Then its subscriptions and idempotency keys, a batch of each, found by `= ANY (ARRAY(…))` as above
+ * (keys by ctid: they are never updated, and locked from the moment they are found); the client
+ * goes once it holds nothing.
+ */
 const PURGE_DELETED_REST = `
   WITH subscriptions AS (
-    DELETE FROM wh_subscriptions WHERE id IN (SELECT id FROM wh_subscriptions WHERE client_id = $1 LIMIT $2) RETURNING 1
+    DELETE FROM wh_subscriptions WHERE id = ANY (ARRAY(SELECT id FROM wh_subscriptions WHERE client_id = $1 LIMIT $2)) RETURNING 1
   ), idempotency_keys AS (
-    DELETE FROM wh_idempotency_keys k USING (SELECT key FROM wh_idempotency_keys WHERE client_id = $1 LIMIT $2) doomed
-    WHERE k.client_id = $1 AND k.key = doomed.key RETURNING 1
+    DELETE FROM wh_idempotency_keys
+    WHERE ctid = ANY (ARRAY(SELECT ctid FROM wh_idempotency_keys WHERE client_id = $1 LIMIT $2 FOR UPDATE SKIP LOCKED)) RETURNING 1
   )
   SELECT (SELECT count(*) FROM subscriptions)::int + (SELECT count(*) FROM idempotency_keys)::int AS others`;
 

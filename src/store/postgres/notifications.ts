@@ -155,6 +155,30 @@ const PURGE_ENDED = `
   )
   SELECT (SELECT count(*) FROM notifications)::int AS notifications, (SELECT count(*) FROM attempts)::int AS attempts`;
 
+/**
+ * Up to $4 idempotency keys stored before $1 less their lifetime: $3 ms or
+ * their client's retention (its own, else $2 ms), whichever is shorter;
+ * each client's oldest first, on its (client_id, created_at) index, rows
+ * another purge is deleting skipped. Deleted by `ctid = ANY (ARRAY(…))`, a
+ * TID scan whatever the statistics (keys are never updated, and the rows
+ * are locked from the moment they are found, so a ctid stays theirs).
+ */
+const PURGE_EXPIRED_KEYS = `
+  WITH doomed AS (
+    SELECT k.ctid AS tid FROM wh_clients c CROSS JOIN LATERAL (
+      SELECT k.ctid FROM wh_idempotency_keys k
+      WHERE k.client_id = c.id
+        AND k.created_at < $1::timestamptz - make_interval(secs => LEAST(COALESCE(c.retention_ms, $2::bigint), $3::bigint) / 1000.0)
+      ORDER BY k.created_at
+      LIMIT $4
+      FOR UPDATE OF k SKIP LOCKED
+    ) k
+    LIMIT $4
+  ), deleted AS (
+    DELETE FROM wh_idempotency_keys WHERE ctid = ANY (ARRAY(SELECT tid FROM doomed)) RETURNING 1
+  )
+  SELECT count(*)::int AS deleted FROM deleted`;
+
 /** The oldest notification's creation, each client's first entry on the same index. */
 const OLDEST_CREATED = `
   SELECT min(first.created_at) AS oldest FROM wh_clients c
@@ -205,6 +229,15 @@ export class PostgresNotificationStore implements NotificationStore {
       values: [now, defaultRetentionMs, limit],
     });
     return rows[0] ?? { notifications: 0, attempts: 0 };
+  }
+
+  async purgeExpiredKeys(now: Date, defaultRetentionMs: number, lifetimeMs: number, limit: number): Promise<number> {
+    const { rows } = await this.pool.query<{ deleted: number }>({
+      name: "wh-purge-expired-keys",
+      text: PURGE_EXPIRED_KEYS,
+      values: [now, defaultRetentionMs, lifetimeMs, limit],
+    });
+    return rows[0]?.deleted ?? 0;
   }
 
   async oldestCreatedAt(): Promise<Date | undefined> {

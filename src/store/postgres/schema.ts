@@ -164,6 +164,8 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX wh_delivery_stats_client_idx ON wh_delivery_stats (client_id, step, start);
    CREATE INDEX wh_delivery_stats_unmerged_idx ON wh_delivery_stats (step, start) WHERE writer <> '';
    CREATE INDEX wh_subscriptions_failing_idx ON wh_subscriptions (client_id) WHERE failing_since IS NOT NULL;`,
+  // The retention purge's way through each client's idempotency keys, oldest first (notifications.ts).
+  "CREATE INDEX wh_idempotency_keys_client_created_idx ON wh_idempotency_keys (client_id, created_at)",
 ];
 
 /** Brings the schema up to date; `migrations` other than all of them only to build an older schema in a test. */

@@ -356,7 +356,9 @@ export type PublishEventRequest = Message<"webhooks.v1.PublishEventRequest"> & {
    * call answered (its job ids, `duplicate` set) and creates nothing, even if
    * some of those jobs' subscriptions have been deleted since: GetJob still
    * answers for each id. Up to 255 printable characters (no control
-   * characters).
+   * characters). A key is kept 24 hours or the client's retention, whichever
+   * is shorter (then deleted within a minute): publishing it again after
+   * that is a new publish.
    *
    * @generated from field: string idempotency_key = 4;
    */
