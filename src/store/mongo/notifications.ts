@@ -1,7 +1,16 @@
 import type { Collection, Filter } from "mongodb";
 import type { DeliveryAttempt, Notification } from "../../domain/model.js";
 import type { NotificationQuery, NotificationStore } from "../../domain/ports.js";
-import { type AttemptDoc, type ClientDoc, checkCursor, checkLimit, isString, type NotificationDoc, optional } from "./documents.js";
+import {
+  type AttemptDoc,
+  type ClientDoc,
+  checkCursor,
+  checkDate,
+  checkLimit,
+  isString,
+  type NotificationDoc,
+  optional,
+} from "./documents.js";
 
 // Field by field, so the `scheduled` flag and the job (see jobs.ts) stay inside
 // and a stored null reads as absent.
@@ -52,12 +61,20 @@ export class MongoNotificationStore implements NotificationStore {
       if (!isString(query.status)) return [];
       filter.status = query.status;
     }
-    if (query.before !== undefined) {
-      const { createdAt, id } = checkCursor(query.before);
-      // (createdAt, _id) < (cursor) as SQL's row comparison; the $lte bound lets the index seek.
-      filter.createdAt = { $lte: createdAt };
-      filter.$or = [{ createdAt: { $lt: createdAt } }, { _id: { $lt: id } }];
+    if (query.event != null) {
+      if (!isString(query.event)) return [];
+      filter.event = query.event;
     }
+    const createdAt: { $gte?: Date; $lt?: Date; $lte?: Date } = {};
+    if (query.since !== undefined) createdAt.$gte = checkDate(query.since, "since");
+    if (query.until !== undefined) createdAt.$lt = checkDate(query.until, "until");
+    if (query.before !== undefined) {
+      const { createdAt: at, id } = checkCursor(query.before);
+      // (createdAt, _id) < (cursor) as SQL's row comparison; the $lte bound lets the index seek.
+      createdAt.$lte = at;
+      filter.$or = [{ createdAt: { $lt: at } }, { _id: { $lt: id } }];
+    }
+    if (Object.keys(createdAt).length > 0) filter.createdAt = createdAt;
     const docs = await this.notifications.find(filter).sort({ createdAt: -1, _id: -1 }).limit(query.limit).toArray();
     return docs.map(toNotification);
   }
