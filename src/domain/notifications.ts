@@ -1,15 +1,27 @@
 import type { ClientAccess } from "./client-access.js";
 import type { DeliveryObserver } from "./delivery-events.js";
 import { DomainError, FailedPreconditionError, NotFoundError, ValidationError } from "./errors.js";
-import type { EventCatalog } from "./event-catalog.js";
+import { assertEventName, type EventCatalog } from "./event-catalog.js";
 import { isWellFormedId, newId } from "./ids.js";
-import type { DeliveryAttempt, JsonObject, Notification, NotificationStatus, Subscription } from "./model.js";
+import type { DeliveryAttempt, JsonObject, Notification, Subscription } from "./model.js";
 import { buildNotificationBody } from "./notification-body.js";
 import { decodePageToken, type Page, pageSize, paginate } from "./pagination.js";
 import { matchesFilter } from "./payload-filter.js";
 import { assertPayloadMatches } from "./payload-schema.js";
-import type { AcceptedPublish, ClientStore, DeliveryQueue, NotificationStore, PublishedBatchItem, SubscriptionStore } from "./ports.js";
+import type {
+  AcceptedPublish,
+  ClientStore,
+  DeliveryQueue,
+  NotificationQuery,
+  NotificationStore,
+  PublishedBatchItem,
+  SubscriptionStore,
+} from "./ports.js";
 import type { Subscriptions } from "./subscriptions.js";
+
+/** What a subscription's delivery log can be narrowed to (NotificationQuery's conditions). */
+export type NotificationFilter = Pick<NotificationQuery, "status" | "event" | "since" | "until">;
+
 import { assertPrintable } from "./text.js";
 
 export interface NotificationsDeps {
@@ -178,12 +190,24 @@ export class Notifications {
   async list(
     clientId: string,
     subscriptionId: string,
-    filter: { status?: NotificationStatus; pageSize: number; pageToken: string },
+    filter: NotificationFilter & { pageSize: number; pageToken: string },
   ): Promise<Page<Notification>> {
+    const { status, event, since, until } = filter;
+    if (event) assertEventName(event);
+    if (since && until && until.getTime() <= since.getTime())
+      throw new ValidationError(`until (${until.toISOString()}) must be later than since (${since.toISOString()})`, "until");
     await this.deps.subscriptions.get(clientId, subscriptionId);
     const before = decodePageToken(filter.pageToken);
     return paginate(pageSize(filter.pageSize), (limit) =>
-      this.deps.store.list({ subscriptionId, limit, ...(filter.status ? { status: filter.status } : {}), ...(before ? { before } : {}) }),
+      this.deps.store.list({
+        subscriptionId,
+        limit,
+        ...(status ? { status } : {}),
+        ...(event ? { event } : {}),
+        ...(since ? { since } : {}),
+        ...(until ? { until } : {}),
+        ...(before ? { before } : {}),
+      }),
     );
   }
 

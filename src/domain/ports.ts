@@ -175,6 +175,12 @@ export interface SubscriptionStore {
 export interface NotificationQuery {
   subscriptionId: string;
   status?: NotificationStatus;
+  /** Only this event's. */
+  event?: string;
+  /** Only those created at or after this time. */
+  since?: Date;
+  /** Only those created before this time. */
+  until?: Date;
   limit: number;
   /** Newest first, strictly before this position. */
   before?: Cursor;

@@ -5,7 +5,18 @@ import type { Browser, Locator, Page } from "playwright-core";
 import { buildPortal } from "../../tools/build-portal.js";
 import { adminAuth, createClient } from "../helpers/admin.js";
 import { axeViolations, chromiumOrSkip, focusedControl, launchChromium, tabTo, watchForProblems } from "../helpers/browser.js";
-import { Receiver } from "../helpers/receiver.js";
+import {
+  closeReceiverMix,
+  columnSums,
+  mixAnswered,
+  mixFigures,
+  type ReceiverMix,
+  startReceiverMix,
+  statsCountEnded,
+  subscribeMix,
+  totals,
+} from "../helpers/dashboard.js";
+import type { Receiver } from "../helpers/receiver.js";
 import { ADMIN_TOKEN, rest, startTestService, type TestService } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
@@ -27,6 +38,7 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
   let healthy: Receiver;
   let failing: Receiver;
   let flaky: Receiver;
+  let mix: ReceiverMix | undefined;
   let client: Awaited<ReturnType<typeof createClient>>;
   /** What the published mix must add up to. */
   let expected: { accepted: number; delivered: number; failed: number; failedAttempts: number };
@@ -38,20 +50,10 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
     if (!store) throw new Error("no store target");
     cleanupStore = store.cleanup;
     running = await startTestService(store.env);
-    healthy = await Receiver.start();
-    failing = await Receiver.start(() => ({ status: 503, body: "busy" }));
-    flaky = await Receiver.start((request) => (request.headers["x-jobattempt"] === "0" ? { status: 500, body: "once" } : { status: 200 }));
+    mix = await startReceiverMix();
+    ({ healthy, failing, flaky } = mix);
     client = await createClient(running.baseUrl, "Dashboard Ltd");
-    for (const receiver of [healthy, failing, flaky]) {
-      const created = await rest(
-        running.baseUrl,
-        "POST",
-        "/api/webhookSubscription",
-        { event: "Order.Shipped", url: receiver.url },
-        client.auth,
-      );
-      if (created.status !== 200) throw new Error(`create subscription: ${created.text}`);
-    }
+    await subscribeMix(running.baseUrl, client.auth, mix, "Order.Shipped");
     for (let i = 0; i < EVENTS; i++) {
       const published = await rest(
         running.baseUrl,
@@ -62,19 +64,9 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
       );
       if (published.status !== 200) throw new Error(`publish: ${published.text}`);
     }
-    // Each notification to `failing` makes its six attempts and fails for good; each to `flaky` fails once.
-    await failing.waitFor(EVENTS * 6);
-    await flaky.waitFor(EVENTS * 2);
-    await healthy.waitFor(EVENTS);
-    expected = { accepted: EVENTS * 3, delivered: EVENTS * 2, failed: EVENTS, failedAttempts: EVENTS * 6 + EVENTS };
-    // The figures are recorded as each delivery ends, just after the receiver answered: wait for the last.
-    for (const deadline = Date.now() + 10_000; ; ) {
-      const stats = await rest(running.baseUrl, "GET", `/api/internal/stats?range=1h&clientId=${client.id}`, undefined, adminAuth);
-      const totals = (stats.json.stats as { totals?: Record<string, string> } | undefined)?.totals ?? {};
-      if (Number(totals.delivered ?? 0) + Number(totals.failed ?? 0) >= expected.accepted) break;
-      if (Date.now() > deadline) throw new Error(`the figures never added up: ${stats.text}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await mixAnswered(mix, EVENTS);
+    expected = mixFigures(EVENTS);
+    await statsCountEnded(running.baseUrl, client.id, expected.accepted);
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 }, locale: "en-US" });
     page.setDefaultTimeout(10_000);
@@ -84,38 +76,8 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
     await browser?.close();
     await running?.service.stop();
     await cleanupStore?.();
-    for (const receiver of [healthy, failing, flaky]) await receiver?.close();
+    await closeReceiverMix(mix);
   });
-
-  /** Opens a chart's table and sums each of its columns (a count spread over the range's steps). */
-  async function columnSums(chart: string): Promise<Record<string, number>> {
-    const table = page.getByRole("table", { name: chart });
-    // Opened once, the table stays open as the range changes.
-    if ((await table.count()) === 0) await page.getByText(`${chart}: the figures as a table`).click();
-    await table.waitFor();
-    const headings = await table.locator("thead th").allInnerTexts();
-    const rows = await table
-      .locator("tbody tr")
-      .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => Number((td.textContent ?? "").replace(/,/g, "")))));
-    const sums: Record<string, number> = {};
-    headings.slice(1).forEach((heading, column) => {
-      sums[heading] = rows.reduce((sum, row) => sum + (row[column] ?? 0), 0);
-    });
-    return sums;
-  }
-
-  /** The totals shown above the charts, by name. */
-  async function totals(section: Locator): Promise<Record<string, number>> {
-    const figures = section.locator("dl.figures-totals > div");
-    await figures.first().waitFor();
-    const pairs = await figures.evaluateAll((divs) =>
-      divs.map((div) => [
-        div.querySelector("dt")?.textContent ?? "",
-        Number((div.querySelector("dd")?.textContent ?? "").replace(/,/g, "")),
-      ]),
-    );
-    return Object.fromEntries(pairs);
-  }
 
   /** The endpoint table's origins, top to bottom. */
   const origins = (section: Locator) => section.locator("table.endpoint-health td.url").allInnerTexts();
@@ -153,19 +115,19 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
     await page.emulateMedia({ colorScheme: "light" });
     // Only this client has deliveries: every client's figures are its figures.
     t.deepEqual(await totals(section), expectedTotals());
-    t.deepEqual(await columnSums("Notifications per minute"), {
+    t.deepEqual(await columnSums(page, "Notifications per minute"), {
       Accepted: expected.accepted,
       Delivered: expected.delivered,
       "Failed for good": expected.failed,
       "Failed attempts": expected.failedAttempts,
     });
-    const latency = await columnSums("Attempt latency per minute");
+    const latency = await columnSums(page, "Attempt latency per minute");
     t.deepEqual(Object.keys(latency), ["p50 (ms)", "p95 (ms)", "p99 (ms)"]);
 
     await page.getByLabel("Period").selectOption({ label: "Last 7 days" });
     await section.getByRole("figure", { name: "Notifications per hour" }).locator("canvas").waitFor();
     t.is(await page.getByRole("table", { name: "Notifications per minute" }).count(), 0);
-    t.deepEqual((await columnSums("Notifications per hour")).Accepted, expected.accepted);
+    t.deepEqual((await columnSums(page, "Notifications per hour")).Accepted, expected.accepted);
     t.deepEqual(await totals(section), expectedTotals());
     await page.getByLabel("Period").selectOption({ label: "Last hour" });
     await section.getByRole("figure", { name: "Notifications per minute" }).locator("canvas").waitFor();
@@ -233,7 +195,7 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
     await section.getByRole("figure", { name: "Notifications per minute" }).locator("canvas").waitFor();
     await tabTo(page, "Period");
     t.deepEqual(await totals(section), expectedTotals());
-    t.deepEqual((await columnSums("Notifications per minute")).Delivered, expected.delivered);
+    t.deepEqual((await columnSums(page, "Notifications per minute")).Delivered, expected.delivered);
     t.deepEqual(await origins(section), [originOf(failing), originOf(flaky), originOf(healthy)]);
     t.is(await section.getByRole("button", { name: /^Show only/ }).count(), 0, "no client column for a client");
     await audit(t, "the subscriber's figures");

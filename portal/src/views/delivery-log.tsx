@@ -4,6 +4,7 @@ import { type Notification, NotificationStatus } from "../../../src/gen/webhooks
 import { deliveries } from "../api.js";
 import { ErrorText, JsonBlock, Pager, Section, useAction, useLoad, usePages } from "../components.js";
 import { formatTime, prettyJson } from "../format.js";
+import { JobIdForm, type TimeRange, TimeRangeForm, timestampOf } from "./delivery-log-filters.js";
 
 const PAGE_SIZE = 10;
 const statusName = (status: NotificationStatus) => NotificationStatus[status].toLowerCase();
@@ -107,13 +108,32 @@ function RecoverFailed({ subscriptionId, onRecovered }: { subscriptionId: string
 /** The subscription's notifications, newest first; `refresh` changes when the live view saw something. */
 export function DeliveryLog({ subscriptionId, refresh }: { subscriptionId: string; refresh: number }) {
   const [status, setStatus] = useState(NotificationStatus.UNSPECIFIED);
+  const [range, setRange] = useState<TimeRange>({ since: "", until: "" });
+  const [jobId, setJobId] = useState("");
   const pages = usePages();
   const [open, setOpen] = useState<Set<string>>(new Set());
   const [reloads, setReloads] = useState(0);
-  const log = useLoad(
-    () => deliveries.listNotifications({ subscriptionId, status, pageSize: PAGE_SIZE, pageToken: pages.token }),
-    [subscriptionId, status, pages.token, refresh, reloads],
-  );
+  const log = useLoad(async (): Promise<{ notifications: Notification[]; nextPageToken: string; missing?: string }> => {
+    if (jobId) {
+      try {
+        const found = (await deliveries.getNotification({ subscriptionId, id: jobId })).notification;
+        return { notifications: found ? [found] : [], nextPageToken: "" };
+      } catch (failure) {
+        return { notifications: [], nextPageToken: "", missing: failure instanceof Error ? failure.message : String(failure) };
+      }
+    }
+    const since = timestampOf(range.since);
+    const until = timestampOf(range.until);
+    return deliveries.listNotifications({
+      subscriptionId,
+      status,
+      ...(since ? { since } : {}),
+      ...(until ? { until } : {}),
+      pageSize: PAGE_SIZE,
+      pageToken: pages.token,
+    });
+  }, [subscriptionId, status, range.since, range.until, jobId, pages.token, refresh, reloads]);
+  const filtered = status !== NotificationStatus.UNSPECIFIED || range.since !== "" || range.until !== "";
   const toggle = (id: string) => {
     const next = new Set(open);
     if (!next.delete(id)) next.add(id);
@@ -140,8 +160,24 @@ export function DeliveryLog({ subscriptionId, refresh }: { subscriptionId: strin
           Refresh
         </button>
       </div>
+      <details class="log-filters">
+        <summary>Time range and job id</summary>
+        <TimeRangeForm
+          range={range}
+          onApply={(applied) => {
+            setRange(applied);
+            pages.reset();
+          }}
+        />
+        <JobIdForm jobId={jobId} onFind={setJobId} />
+      </details>
       <ErrorText error={log.error} />
-      {log.value?.notifications.length === 0 && <p>No notifications{status ? " with this status" : ""} yet.</p>}
+      {jobId && log.value?.missing !== undefined && (
+        <p role="status">
+          No notification with job id {jobId} on this subscription ({log.value.missing}).
+        </p>
+      )}
+      {!jobId && log.value?.notifications.length === 0 && <p>No notifications{filtered ? " that match" : ""} yet.</p>}
       <ul class="notifications">
         {log.value?.notifications.map((notification) => (
           <li key={notification.id} class={`notification ${statusName(notification.status)}`}>
@@ -160,7 +196,7 @@ export function DeliveryLog({ subscriptionId, refresh }: { subscriptionId: strin
           </li>
         ))}
       </ul>
-      <Pager pages={pages} next={log.value?.nextPageToken} labels={["Newer", "Older"]} />
+      {!jobId && <Pager pages={pages} next={log.value?.nextPageToken} labels={["Newer", "Older"]} />}
       <RecoverFailed subscriptionId={subscriptionId} onRecovered={() => setReloads((n) => n + 1)} />
     </Section>
   );

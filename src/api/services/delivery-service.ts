@@ -30,6 +30,9 @@ export function createDeliveryService(deps: {
       const status = req.status === NotificationStatus.UNSPECIFIED ? undefined : statusFromMessage(req.status);
       const page = await notifications.list(requireClient(context.values).id, req.subscriptionId, {
         ...(status ? { status } : {}),
+        ...(req.event ? { event: req.event } : {}),
+        ...(req.since ? { since: timestampDate(req.since) } : {}),
+        ...(req.until ? { until: timestampDate(req.until) } : {}),
         pageSize: req.pageSize,
         pageToken: req.pageToken,
       });

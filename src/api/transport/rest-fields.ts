@@ -1,18 +1,33 @@
-import type { DescEnum, DescMessage } from "@bufbuild/protobuf";
+import { type DescEnum, type DescMessage, fromJson } from "@bufbuild/protobuf";
+import { TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { HttpError } from "./http-body.js";
 
 /**
  * The request fields a REST query string sets, in the proto's JSON form
  * (`pageSize=10` → `{pageSize: "10"}`, which the JSON decoder accepts for
- * numbers). An enum may be named as `enumValue` allows.
+ * numbers). An enum may be named as `enumValue` allows; a time that is not
+ * RFC 3339 is a 400 naming its parameter.
  */
 export function queryFields(schema: DescMessage, query: URLSearchParams): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
   for (const [key, value] of query) {
     const field = schema.fields.find((each) => each.jsonName === key || each.name === key);
+    if (field?.fieldKind === "message" && field.message.typeName === TimestampSchema.typeName) checkTimestamp(key, value);
     fields[key] = field?.fieldKind === "enum" ? enumValue(field.enum, key, value) : value;
   }
   return fields;
+}
+
+function checkTimestamp(parameter: string, text: string): void {
+  try {
+    fromJson(TimestampSchema, text);
+  } catch {
+    throw new HttpError(
+      400,
+      "invalid_argument",
+      `${parameter} must be a time in RFC 3339 form, such as 2026-01-02T15:04:05Z (got ${JSON.stringify(text.slice(0, 64))})`,
+    );
+  }
 }
 
 /**

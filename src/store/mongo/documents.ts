@@ -153,6 +153,12 @@ export function checkLimit(limit: number): void {
 }
 
 /** A cursor's parts become filter values, so they must be a real Date and string. */
+/** `date` if it is a valid Date; a TypeError naming `what` otherwise. */
+export function checkDate(date: Date, what: string): Date {
+  if (!(date instanceof Date) || Number.isNaN(date.getTime())) throw new TypeError(`${what} must be a valid Date`);
+  return date;
+}
+
 export function checkCursor(cursor: Cursor): Cursor {
   if (!(cursor.createdAt instanceof Date) || Number.isNaN(cursor.createdAt.getTime()) || !isString(cursor.id)) {
     throw new TypeError("cursor must hold a valid Date and a string id");

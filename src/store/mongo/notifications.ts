@@ -5,6 +5,7 @@ import {
   type AttemptDoc,
   type ClientDoc,
   checkCursor,
+  checkDate,
   checkLimit,
   type IdempotencyKeyDoc,
   isString,
@@ -62,12 +63,20 @@ export class MongoNotificationStore implements NotificationStore {
       if (!isString(query.status)) return [];
       filter.status = query.status;
     }
-    if (query.before !== undefined) {
-      const { createdAt, id } = checkCursor(query.before);
-      // (createdAt, _id) < (cursor) as SQL's row comparison; the $lte bound lets the index seek.
-      filter.createdAt = { $lte: createdAt };
-      filter.$or = [{ createdAt: { $lt: createdAt } }, { _id: { $lt: id } }];
+    if (query.event != null) {
+      if (!isString(query.event)) return [];
+      filter.event = query.event;
     }
+    const createdAt: { $gte?: Date; $lt?: Date; $lte?: Date } = {};
+    if (query.since !== undefined) createdAt.$gte = checkDate(query.since, "since");
+    if (query.until !== undefined) createdAt.$lt = checkDate(query.until, "until");
+    if (query.before !== undefined) {
+      const { createdAt: at, id } = checkCursor(query.before);
+      // (createdAt, _id) < (cursor) as SQL's row comparison; the $lte bound lets the index seek.
+      createdAt.$lte = at;
+      filter.$or = [{ createdAt: { $lt: at } }, { _id: { $lt: id } }];
+    }
+    if (Object.keys(createdAt).length > 0) filter.createdAt = createdAt;
     const docs = await this.notifications.find(filter).sort({ createdAt: -1, _id: -1 }).limit(query.limit).toArray();
     return docs.map(toNotification);
   }

@@ -198,6 +198,9 @@ export class PostgresNotificationStore implements NotificationStore {
     const values: unknown[] = [query.subscriptionId];
     const where = ["subscription_id = $1"];
     if (query.status) where.push(`status = $${values.push(query.status)}`);
+    if (query.event) where.push(`event = $${values.push(query.event)}`);
+    if (query.since) where.push(`created_at >= $${values.push(query.since)}`);
+    if (query.until) where.push(`created_at < $${values.push(query.until)}`);
     if (query.before) where.push(`(created_at, id) < ($${values.push(query.before.createdAt)}, $${values.push(query.before.id)})`);
     const { rows } = await this.pool.query<NotificationRow>(
       `SELECT * FROM wh_notifications WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT $${values.push(query.limit)}`,
