@@ -159,8 +159,12 @@ async function openMongo(url: string, changeStreams: boolean): Promise<OpenStore
  * and stayed one as the table grew (17 ms per delivery read after 17 000
  * notifications). enable_seqscan=off makes the planner take an index wherever
  * one applies; the few lists with no fitting index (clients) are small.
+ * And no JIT: enable_seqscan=off prices any sequential scan, even of the
+ * one-row clients table, past jit_above_cost, and PostgreSQL then compiled
+ * such a statement with LLVM at every run (about a second of a core for
+ * each retention round's purge).
  */
-export const STABLE_PLANS = ["plan_cache_mode=force_generic_plan", "enable_seqscan=off"] as const;
+export const STABLE_PLANS = ["plan_cache_mode=force_generic_plan", "enable_seqscan=off", "jit=off"] as const;
 
 /**
  * Two pools on PostgreSQL. The API's commits wait for the WAL flush: an
