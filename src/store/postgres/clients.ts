@@ -1,6 +1,7 @@
 import { newId } from "../../domain/ids.js";
 import type { ApiKeyRecord, Client, ClientLimitChanges } from "../../domain/model.js";
 import type { BarredClient, ClientStore, DeletedClientPurge, KeyHolder } from "../../domain/ports.js";
+import { DELETE_DOOMED } from "./notifications.js";
 import { optional } from "./rows.js";
 import type { SqlPool } from "./sql-pool.js";
 import { inTransaction } from "./transaction.js";
@@ -61,12 +62,7 @@ const PURGE_DELETED_NOTIFICATIONS = `
     ORDER BY n.created_at, n.id
     LIMIT $2
     FOR UPDATE OF n SKIP LOCKED
-  ), attempts AS (
-    DELETE FROM wh_delivery_attempts WHERE notification_id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING 1
-  ), notifications AS (
-    DELETE FROM wh_notifications WHERE id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING 1
-  )
-  SELECT (SELECT count(*) FROM notifications)::int AS notifications, (SELECT count(*) FROM attempts)::int AS attempts`;
+  ), ${DELETE_DOOMED}`;
 
 /**
  * Then its subscriptions and idempotency keys, a batch of each, found by `= ANY (ARRAY(…))` as above

@@ -118,6 +118,18 @@ function unprefixed<T>(row: object, prefix: string, columns: readonly string[]):
 }
 
 /**
+ * Ends a statement whose CTE `doomed` (id) names notifications: deletes
+ * them and their attempts (here, not by the foreign key's cascade, to be
+ * counted), found by `= ANY (ARRAY(…))`, and answers how many of each.
+ */
+export const DELETE_DOOMED = `attempts AS (
+    DELETE FROM wh_delivery_attempts WHERE notification_id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING 1
+  ), notifications AS (
+    DELETE FROM wh_notifications WHERE id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING 1
+  )
+  SELECT (SELECT count(*) FROM notifications)::int AS notifications, (SELECT count(*) FROM attempts)::int AS attempts`;
+
+/**
  * Up to $3 ended notifications created before $1 less their client's
  * retention (its own, else $2 ms), deleted with their attempts; how many of
  * each. Each client's oldest come first, read on its (client_id,
@@ -148,12 +160,7 @@ const PURGE_ENDED = `
     WHERE n.id = ANY (ARRAY(SELECT id FROM candidates))
       AND n.id <> ALL (ARRAY(SELECT j.id FROM wh_delivery_jobs j WHERE j.id = ANY (ARRAY(SELECT id FROM candidates))))
     FOR UPDATE OF n SKIP LOCKED
-  ), attempts AS (
-    DELETE FROM wh_delivery_attempts WHERE notification_id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING 1
-  ), notifications AS (
-    DELETE FROM wh_notifications WHERE id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING 1
-  )
-  SELECT (SELECT count(*) FROM notifications)::int AS notifications, (SELECT count(*) FROM attempts)::int AS attempts`;
+  ), ${DELETE_DOOMED}`;
 
 /**
  * Up to $4 idempotency keys stored before $1 less their lifetime: $3 ms or
