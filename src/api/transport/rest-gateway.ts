@@ -67,7 +67,10 @@ export class RestGateway {
       if (typeof value === "string") header.set(name, value);
     }
     const abort = new AbortController();
-    res.once("close", () => abort.abort());
+    // Only a client gone before its answer aborts the call: every response closes, and an abort makes a DOMException.
+    res.once("close", () => {
+      if (!res.writableEnded) abort.abort();
+    });
     const response = await handler({
       httpVersion: req.httpVersion,
       method: "POST",
