@@ -3,6 +3,7 @@ import type { NotificationChannel } from "agenda";
 import type { JobStore } from "../delivery/job-store.js";
 import { MongoInsertChannel } from "./mongo/insert-channel.js";
 import { MongoJobStore } from "./mongo/jobs.js";
+import { reportingErrors } from "./mongo/store-errors.js";
 import type { Database } from "./open-store.js";
 import { PostgresJobStore } from "./postgres/jobs.js";
 
@@ -34,7 +35,7 @@ export function openJobs(
       };
     case "mongodb":
       return {
-        jobs: new MongoJobStore(database.db, options),
+        jobs: reportingErrors(new MongoJobStore(database.db, options), database.report),
         wakeUps: database.changeStreams ? new MongoInsertChannel(database.db, options.owner) : undefined,
       };
   }

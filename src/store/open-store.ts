@@ -5,6 +5,7 @@ import { StoreFullError } from "../domain/errors.js";
 import type { Store } from "../domain/ports.js";
 import { StoreConnectError } from "./connect-error.js";
 import { createMongoStore, ensureMongoIndexes } from "./mongo/mongo-store.js";
+import { asStoreError, probeSpace as probeMongoSpace, reportingErrors } from "./mongo/store-errors.js";
 import { trackConnections } from "./postgres/closing-pool.js";
 import { EmbeddedPool } from "./postgres/embedded-pool.js";
 import { createPostgresStore } from "./postgres/postgres-store.js";
@@ -30,7 +31,13 @@ export type Database =
       /** A pool of real connections for LISTEN/NOTIFY between instances (wake-ups, the live feed); absent when embedded (one process only). */
       notifications?: pg.Pool;
     }
-  | { kind: "mongodb"; db: Db; changeStreams: boolean };
+  | {
+      kind: "mongodb";
+      db: Db;
+      changeStreams: boolean;
+      /** What a driver error means to the domain (mongo/store-errors.ts): the job store reports through it too. */
+      report: (error: unknown) => unknown;
+    };
 
 /** A ready store plus the database it is in. */
 export interface OpenStore {
@@ -58,7 +65,7 @@ export async function openStore(config: StoreConfig, log: Logger): Promise<OpenS
     case "postgres":
       return openPostgres(config.url, config.poolSize, log);
     case "mongodb":
-      return openMongo(config.url, config.changeStreams);
+      return openMongo(config.url, config.changeStreams, log);
   }
 }
 
@@ -68,9 +75,10 @@ const VACUUM_EVERY_MS = 10_000;
 /** While the store is full, it is probed for room this often (StoreSpace). */
 const PROBE_SPACE_EVERY_MS = 1_000;
 
-function storeSpace(pool: SqlPool, log: Logger): StoreSpace {
+/** `probe` writes something that needs new room, and rejects while there is none. */
+function storeSpace(probe: () => Promise<void>, log: Logger): StoreSpace {
   return new StoreSpace({
-    probe: () => probeSpace(pool),
+    probe,
     probeEveryMs: PROBE_SPACE_EVERY_MS,
     onChange: (reason) =>
       reason === undefined
@@ -95,7 +103,7 @@ async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
     await pool.end();
     throw error;
   }
-  const space = storeSpace(pool, log);
+  const space = storeSpace(() => probeSpace(pool), log);
   noticeFull = (error) => space.noticed(error);
   const watched = watchingSpace(pool, space);
   const store = createPostgresStore(watched);
@@ -115,7 +123,7 @@ async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
 /** How long the first connection may take to find a server at start, rather than the driver's 30 s, in silence. */
 const MONGODB_START_SELECTION_MS = 5_000;
 
-async function openMongo(url: string, changeStreams: boolean): Promise<OpenStore> {
+async function openMongo(url: string, changeStreams: boolean, log: Logger): Promise<OpenStore> {
   // A probe with a short server selection: the service's own client keeps the driver's defaults for its life.
   const probe = new MongoClient(url, { serverSelectionTimeoutMS: MONGODB_START_SELECTION_MS });
   try {
@@ -130,15 +138,33 @@ async function openMongo(url: string, changeStreams: boolean): Promise<OpenStore
   try {
     const db = client.db();
     await ensureMongoIndexes(db);
-    const store = await createMongoStore(db);
+    const space = storeSpace(() => probeMongoSpace(db), log);
+    // Driver errors become the domain's (503 `unavailable`, store full or unreachable); a full disk is told to `space`.
+    const report = (error: unknown): unknown => {
+      const reported = asStoreError(error);
+      if (reported instanceof StoreFullError) space.noticed(reported);
+      return reported;
+    };
+    const opened = await createMongoStore(db);
+    const store: Store = {
+      clients: reportingErrors(opened.clients, report),
+      eventTypes: reportingErrors(opened.eventTypes, report),
+      subscriptions: reportingErrors(opened.subscriptions, report),
+      notifications: reportingErrors(opened.notifications, report),
+      stats: reportingErrors(opened.stats, report),
+    };
     return {
       store,
       deliveryStore: store,
-      database: { kind: "mongodb", db, changeStreams },
+      database: { kind: "mongodb", db, changeStreams, report },
       description: `MongoDB at ${redact(url)}${changeStreams ? " (change-stream wake-ups)" : ""}`,
-      // A full disk stops mongod itself: the service sees a store it cannot reach.
-      space: () => ({ ok: true }),
-      close: () => client.close(),
+      // mongod refusing writes for want of disk space (OutOfDiskSpace, or writes blocked at a disk-use threshold).
+      // A mongod that stops instead (WiredTiger aborts when a journal or checkpoint write fails) is an outage.
+      space: () => space.report(),
+      close: () => {
+        space.stop();
+        return client.close();
+      },
     };
   } catch (error) {
     await client.close();
@@ -194,7 +220,7 @@ async function openPostgres(url: string, poolSize: number, log: Logger): Promise
   const ends = pools.map(trackConnections);
   // A lost or refused connection, or a full disk, answers 503 "unavailable", not 500.
   const apiReporting = reportingUnavailable(apiPool);
-  const space = storeSpace(apiReporting, log);
+  const space = storeSpace(() => probeSpace(apiReporting), log);
   const api = watchingSpace(apiReporting, space);
   const bookkeeping = watchingSpace(reportingUnavailable(bookkeepingPool), space);
   // An idle client losing its connection must not crash the process; the pool replaces it.

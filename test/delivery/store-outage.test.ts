@@ -1,5 +1,6 @@
 import test from "ava";
 import pg from "pg";
+import { startEmulator } from "../../tools/mongo-emulator/emulator.js";
 import { adminAuth, createClient } from "../helpers/admin.js";
 import { eventually } from "../helpers/eventually.js";
 import { Receiver } from "../helpers/receiver.js";
@@ -71,4 +72,67 @@ if (postgres) {
   });
 } else {
   test.skip("postgres: set POSTGRES_URL to kill the store's connections under the scheduler", () => {});
+}
+
+if (process.env.MONGODB_EMULATOR === "congodb") {
+  // An emulator of its own, stopped and started again on the data it kept, as a mongod restarted.
+  test("mongodb: the server stops with publishes in flight and starts again on its data: calls answer 503 and health says so, then back by itself; nothing accepted is lost", async (t) => {
+    t.timeout(300_000);
+    const emulator = await startEmulator();
+    const receiver = await Receiver.start(() => ({ status: 200, delayMs: 200 }));
+    const { service, baseUrl } = await startTestService({
+      DATABASE_URL: `${emulator.url}/wh_outage`,
+      SCHEDULER_POLL_MS: "100",
+      DELIVERY_TIMEOUT_MS: "1000",
+    });
+    t.teardown(async () => {
+      await emulator.start().catch(() => {});
+      await service.stop();
+      await receiver.close();
+      await emulator.stop();
+    });
+    const owner = await createClient(baseUrl, "Outage");
+    const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Shipped", url: receiver.url }, owner.auth);
+    t.is(created.status, 200, created.text);
+    const publish = (n: number) =>
+      rest(
+        baseUrl,
+        "POST",
+        "/api/internal/events/publish",
+        { clientId: owner.id, event: "Order.Shipped", payload: { OrderId: `o${n}` } },
+        adminAuth,
+      );
+    const accepted = new Set<string>();
+    const accept = (answer: Awaited<ReturnType<typeof publish>>) => {
+      for (const id of answer.json.jobIds as string[]) accepted.add(id);
+    };
+    for (let n = 0; n < 10; n++) accept(await publish(n));
+
+    // The server goes away with publishes in flight: each is accepted (stored) or refused, none lost.
+    const inFlight = Array.from({ length: 10 }, (_, n) => publish(100 + n));
+    await emulator.stop();
+    for (const answer of await Promise.all(inFlight)) {
+      if (answer.status === 200) accept(answer);
+      else t.is(answer.json.code, "unavailable", answer.text);
+    }
+    await eventually("/healthz to report the outage", async () => (await rest(baseUrl, "GET", "/healthz")).status === 503, {
+      timeoutMs: 90_000,
+    });
+    t.is((await rest(baseUrl, "GET", "/livez")).status, 200, "alive all the same");
+    const refused = await publish(200);
+    t.is(refused.status, 503, refused.text);
+    t.is(refused.json.code, "unavailable");
+    t.regex(String(refused.json.message), /the database is unreachable/);
+
+    await emulator.start();
+    await eventually("/healthz to recover", async () => (await rest(baseUrl, "GET", "/healthz")).status === 200, { timeoutMs: 90_000 });
+    for (let n = 10; n < 15; n++) accept(await publish(n));
+    const delivered = () => new Set(receiver.requests.filter((r) => r.status === 200).map((r) => r.headers["x-jobid"] as string));
+    await eventually("every accepted notification to be delivered", () => [...accepted].every((id) => delivered().has(id)), {
+      timeoutMs: 90_000,
+    });
+    t.true(accepted.size >= 15);
+  });
+} else {
+  test.skip("mongodb: the server stops and starts again: run under tools/mongo-emulator/run.ts (stops an emulator of its own)", () => {});
 }

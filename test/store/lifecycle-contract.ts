@@ -101,6 +101,9 @@ export function lifecycleContract(test: TestFn, name: string, open: () => Promis
     const pending = notificationOf(ofClient);
     const kept = notificationOf(ofOther);
     await accept(store.jobs, [pending, kept]);
+    // Its subscription is throttled: slots taken, a request let out.
+    await store.jobs.takeSlot(ofClient.id, at(100), 60_000);
+    t.is(await store.jobs.claimSend(ofClient.id, at(100), 60_000), undefined);
 
     t.true(await clients.markDeleted(client.id, at(20)));
     t.false(await clients.markDeleted(client.id, at(21)), "deleting twice finds none");
@@ -123,6 +126,10 @@ export function lifecycleContract(test: TestFn, name: string, open: () => Promis
       (await clients.listBarred()).some((b) => b.id === client.id),
       "the client itself is gone once it holds nothing",
     );
+    // Nothing of its throttling is left: a subscription that came to have the same id starts afresh.
+    await subscriptions.insert({ ...ofOther, id: ofClient.id });
+    t.deepEqual(await store.jobs.takeSlot(ofClient.id, at(30), 1_000), at(30), "no throttle slot left behind");
+    t.is(await store.jobs.claimSend(ofClient.id, at(30), 1_000), undefined, "no send slot left behind");
     t.truthy(await notifications.get(kept.id), "another client's notification stays");
     t.truthy(await subscriptions.get(ofOther.id));
     t.truthy(await clients.get(other.id));

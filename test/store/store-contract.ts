@@ -370,8 +370,13 @@ export function storeContract(test: TestFn, name: string, open: () => Promise<Co
       { notificationId: done.id, attempt: 0, startedAt: seconds(20), durationMs: 3, statusCode: 200, succeeded: true },
       "delivered",
     );
+    await jobs.takeSlot(target.id, seconds(100), 60_000);
     t.true(await subscriptions.delete(target.id));
     t.is(await subscriptions.get(target.id), undefined);
+    // Its throttle slot went with it: a subscription that came to have the same id starts afresh.
+    await subscriptions.insert({ ...settled, id: target.id });
+    t.deepEqual(await jobs.takeSlot(target.id, seconds(30), 1_000), seconds(30), "no throttle slot left behind");
+    t.true(await subscriptions.delete(target.id));
     // Its notifications stay answerable by job id: the pending one ends as failed, saying why.
     t.like(await notifications.get(doomed.id), { status: "failed", attemptCount: 1 });
     t.like((await notifications.listAttempts(doomed.id)).at(-1), { attempt: 0, error: SUBSCRIPTION_DELETED, succeeded: false });

@@ -30,7 +30,10 @@ const ENTRY = join("node_modules", "@push.rocks", "smartmongo", "ts", "congodb",
 export interface Emulator {
   /** mongodb://127.0.0.1:PORT */
   url: string;
+  /** Stops serving: its connections are cut, its data is kept (in memory). */
   stop(): Promise<void>;
+  /** Serves again after `stop`, on the same port, with the data it had, as a restarted mongod. */
+  start(): Promise<void>;
 }
 
 interface CongoServer {
@@ -90,5 +93,5 @@ export async function startEmulator(log?: (line: string) => void): Promise<Emula
   };
   const server = new CongoServer({ port: 0, host: "127.0.0.1" });
   await server.start();
-  return { url: `mongodb://127.0.0.1:${server.port}`, stop: () => server.stop() };
+  return { url: `mongodb://127.0.0.1:${server.port}`, stop: () => server.stop(), start: () => server.start() };
 }

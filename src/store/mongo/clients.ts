@@ -196,8 +196,12 @@ export class MongoClientStore implements ClientStore {
       .project<{ _id: { clientId: string; key: string } }>({ _id: 1 })
       .toArray();
     let others = 0;
-    if (subscriptions.length > 0)
-      others += (await this.c.subscriptions.deleteMany({ _id: { $in: subscriptions.map((doc) => doc._id) } })).deletedCount;
+    if (subscriptions.length > 0) {
+      const ids = subscriptions.map((doc) => doc._id);
+      // Their throttle slots first (the SQL foreign key cascades): a crash in between finds the subscriptions again.
+      await this.c.throttleSlots.deleteMany({ _id: { $in: ids } });
+      others += (await this.c.subscriptions.deleteMany({ _id: { $in: ids } })).deletedCount;
+    }
     if (keys.length > 0) others += (await this.c.idempotencyKeys.deleteMany({ _id: { $in: keys.map((doc) => doc._id) } })).deletedCount;
     others += (await this.keys.deleteMany({ clientId })).deletedCount;
     if (others > 0) return { ...none, others };

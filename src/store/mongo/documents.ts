@@ -10,6 +10,8 @@ export const SUBSCRIPTIONS = "wh_subscriptions";
 export const NOTIFICATIONS = "wh_notifications";
 export const IDEMPOTENCY_KEYS = "wh_idempotency_keys";
 export const ATTEMPTS = "wh_delivery_attempts";
+/** (Named before the prefix was settled; the SQL table is wh_throttle_slots.) */
+export const THROTTLE_SLOTS = "throttleSlots";
 
 // Each document is its domain record with the id as `_id`, so the two can't drift apart.
 export interface ClientDoc extends Omit<Client, "id"> {
@@ -116,6 +118,15 @@ export function toAttemptDoc(a: DeliveryAttempt): AttemptDoc {
   };
 }
 
+/** A throttled subscription's next free send slot, shared by every instance (`_id`: the subscription's id). */
+export interface ThrottleSlotDoc {
+  _id: string;
+  /** The next slot to hand a waiting job. */
+  nextAt?: Date;
+  /** The earliest the next request may go out. */
+  sendAt?: Date;
+}
+
 export function collections(db: Db) {
   return {
     clients: db.collection<ClientDoc>(CLIENTS),
@@ -125,6 +136,7 @@ export function collections(db: Db) {
     notifications: db.collection<NotificationDoc>(NOTIFICATIONS),
     idempotencyKeys: db.collection<IdempotencyKeyDoc>(IDEMPOTENCY_KEYS),
     attempts: db.collection<AttemptDoc>(ATTEMPTS),
+    throttleSlots: db.collection<ThrottleSlotDoc>(THROTTLE_SLOTS),
   };
 }
 

@@ -38,15 +38,6 @@ interface JobDoc {
   throttleSlotAt?: Date;
 }
 
-/** A throttled subscription's next free send slot, shared by every instance. */
-interface ThrottleSlotDoc {
-  _id: string;
-  /** The next slot to hand a waiting job. */
-  nextAt?: Date;
-  /** The earliest the next request may go out. */
-  sendAt?: Date;
-}
-
 type Doc = NotificationDoc & { job?: JobDoc };
 
 /** Scheduled so as not to run until the idempotency key is settled; a crash meanwhile only delays them this long. */
@@ -285,19 +276,17 @@ export class MongoJobStore implements JobStore {
   }
 
   async takeSlot(subscriptionId: string, now: Date, intervalMs: number): Promise<Date> {
-    const taken = await this.db
-      .collection<ThrottleSlotDoc>("throttleSlots")
-      .findOneAndUpdate(
-        { _id: subscriptionId },
-        [{ $set: { nextAt: { $add: [{ $max: [{ $ifNull: ["$nextAt", now] }, now] }, intervalMs] } } }],
-        { upsert: true, returnDocument: "after" },
-      );
+    const taken = await collections(this.db).throttleSlots.findOneAndUpdate(
+      { _id: subscriptionId },
+      [{ $set: { nextAt: { $add: [{ $max: [{ $ifNull: ["$nextAt", now] }, now] }, intervalMs] } } }],
+      { upsert: true, returnDocument: "after" },
+    );
     if (!taken?.nextAt) throw new Error(`no throttle slot for subscription ${subscriptionId}`);
     return new Date(taken.nextAt.getTime() - intervalMs);
   }
 
   async claimSend(subscriptionId: string, now: Date, intervalMs: number): Promise<Date | undefined> {
-    const slots = this.db.collection<ThrottleSlotDoc>("throttleSlots");
+    const slots = collections(this.db).throttleSlots;
     const claimed = await slots.findOneAndUpdate(
       { _id: subscriptionId, $or: [{ sendAt: { $exists: false } }, { sendAt: { $lte: now } }] },
       { $set: { sendAt: new Date(now.getTime() + intervalMs) } },

@@ -12,7 +12,7 @@ export { ensureMongoIndexes } from "./indexes.js";
 /** The storage port on MongoDB. Call `ensureMongoIndexes` first. */
 export async function createMongoStore(db: Db): Promise<Store> {
   const c = collections(db);
-  const subscriptions = new MongoSubscriptionStore(c.subscriptions, c.clients, c.notifications, c.attempts);
+  const subscriptions = new MongoSubscriptionStore(c.subscriptions, c.clients, c.notifications, c.attempts, c.throttleSlots);
   return {
     clients: new MongoClientStore(c),
     eventTypes: new MongoEventTypeStore(c.eventTypes),

@@ -11,6 +11,7 @@ import {
   nextAttemptSeq,
   optional,
   type SubscriptionDoc,
+  type ThrottleSlotDoc,
 } from "./documents.js";
 
 const OPTIONAL_FIELDS = [
@@ -68,6 +69,7 @@ export class MongoSubscriptionStore implements SubscriptionStore {
     private readonly clients: Collection<ClientDoc>,
     private readonly notifications: Collection<NotificationDoc>,
     private readonly attempts: Collection<AttemptDoc>,
+    private readonly throttleSlots: Collection<ThrottleSlotDoc>,
   ) {}
 
   async insert(s: Subscription): Promise<void> {
@@ -249,7 +251,11 @@ export class MongoSubscriptionStore implements SubscriptionStore {
         .limit(DELETE_BATCH)
         .project<{ _id: string; attemptCount: number }>({ _id: 1, attemptCount: 1 })
         .toArray();
-      if (pending.length === 0) return true;
+      if (pending.length === 0) {
+        // Its throttle slot goes last, once no job of it can take one (the SQL foreign key cascades).
+        await this.throttleSlots.deleteOne({ _id: id });
+        return true;
+      }
       const now = new Date();
       await this.attempts.insertMany(
         pending.map((doc) => ({
