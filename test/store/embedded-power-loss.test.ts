@@ -1,6 +1,7 @@
 import { rm } from "node:fs/promises";
 import test from "ava";
 import { adminAuth, createClient } from "../helpers/admin.js";
+import { eventually } from "../helpers/eventually.js";
 import { LazyFs, lazyFsUnavailable } from "../helpers/lazy-fs.js";
 import { kill, type ServiceProcess, spawnService } from "../helpers/process.js";
 import { Receiver } from "../helpers/receiver.js";
@@ -17,13 +18,15 @@ const ACKNOWLEDGED_BEFORE_CUT = 120;
 const unavailable = lazyFsUnavailable();
 const powerCut = unavailable ? test.skip : test.serial;
 
-powerCut(`pglite: a power cut loses no acknowledged notification${unavailable ? ` (skipped: ${unavailable})` : ""}`, async (t) => {
+const DELIVERED = "NOTIFICATION_STATUS_DELIVERED";
+
+powerCut(`pglite: a power cut loses no acknowledged notification, and leaves none pending for good${unavailable ? ` (skipped: ${unavailable})` : ""}`, async (t) => {
   t.timeout(300_000);
   const seed = await embeddedDataDir();
   const disk = await LazyFs.mount(seed);
-  // Before the cut the receiver answers slowly: most acknowledged notifications are still to send after it.
-  let powerBack = false;
-  const receiver = await Receiver.start(() => (powerBack ? { status: 200 } : { status: 200, delayMs: 1000 }));
+  // While publishing the receiver answers slowly: most acknowledged notifications are still to send after the cut.
+  let slow = true;
+  const receiver = await Receiver.start(() => (slow ? { status: 200, delayMs: 1000 } : { status: 200 }));
   // No SIGNING_MASTER_KEY: the key that seals the subscription's signing key is made under DATA_DIR, on the same disk.
   const env = { DATA_DIR: disk.path, DELIVERY_CONCURRENCY: "2", SIGNING_MASTER_KEY: "" };
   let service: ServiceProcess | undefined;
@@ -76,15 +79,28 @@ powerCut(`pglite: a power cut loses no acknowledged notification${unavailable ? 
   // A clean stop first: its checkpoint writes the data files, and the WAL before it may go.
   await publishThenStop(ACKNOWLEDGED_BEFORE_STOP, () => kill(service as ServiceProcess, "SIGTERM"));
   service = await spawnService(env);
-  // Then the power cut, with publishes in flight.
+  const statusOf = async (baseUrl: string, id: string) =>
+    (await rest(baseUrl, "GET", `/api/webhookSubscription/${subscriptionId}/notifications/${id}`, undefined, client.auth)).json
+      .status as string;
+  // Then the power cut, once publishing stopped and a few more deliveries were recorded after the last publish: their
+  // bookkeeping commits did not wait for the disk, and no publish's commit flushed it since.
+  const deliveredBeforeCut: string[] = [];
   await publishThenStop(ACKNOWLEDGED_BEFORE_CUT, async () => {
+    const running = (service as ServiceProcess).baseUrl;
+    const stoppedAt = Date.now();
+    slow = false;
+    const latest = await eventually("deliveries after the last publish", () => {
+      const ids = receiver.requests.filter((r) => r.at >= stoppedAt).map((r) => r.headers["x-jobid"] as string);
+      return ids.length >= 3 && ids;
+    });
+    for (const id of latest) await eventually(`${id} recorded as delivered`, async () => (await statusOf(running, id)) === DELIVERED);
+    deliveredBeforeCut.push(...latest);
     await kill(service as ServiceProcess, "SIGKILL");
     await disk.loseUnsynced();
   });
   t.true(acknowledged.length >= ACKNOWLEDGED_BEFORE_STOP + ACKNOWLEDGED_BEFORE_CUT);
 
   // The database opens on what the disk kept; the API shows every acknowledged notification.
-  powerBack = true;
   const restartedAt = Date.now();
   service = await spawnService(env);
   const restarted = service.baseUrl;
@@ -95,10 +111,14 @@ powerCut(`pglite: a power cut loses no acknowledged notification${unavailable ? 
   }
   t.deepEqual(missing, [], "every acknowledged notification is in the database after the power cut");
 
-  // And each one reaches the receiver (before the cut, or after it).
+  // And each one reaches the receiver (before the cut, or after it), and ends delivered: none stays pending for good.
   for (const id of acknowledged) await receiver.waitForRequest((r) => r.headers["x-jobid"] === id && r.status === 200, `job ${id}`, 60_000);
+  for (const id of acknowledged) await eventually(`${id} delivered`, async () => (await statusOf(restarted, id)) === DELIVERED, { timeoutMs: 60_000 });
   const deliveredAfter = new Set(receiver.requests.filter((r) => r.at >= restartedAt).map((r) => r.headers["x-jobid"]));
+  // A delivery recorded just before the cut is either still recorded or, its record lost with the cut, delivered again.
+  const deliveredAgain = deliveredBeforeCut.filter((id) => deliveredAfter.has(id));
   t.log(
-    `${sent} publishes sent, ${acknowledged.length} acknowledged (before a clean stop and the power cut), ${deliveredAfter.size} delivered after it`,
+    `${sent} publishes sent, ${acknowledged.length} acknowledged (before a clean stop and the power cut), ${deliveredAfter.size} delivered after it; ` +
+      `of ${deliveredBeforeCut.length} recorded as delivered just before the cut, ${deliveredAgain.length} delivered again`,
   );
 });
