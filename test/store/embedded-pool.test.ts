@@ -194,5 +194,8 @@ test("bookkeeping commits without waiting for the disk, the API's side waits, an
   await pool.end();
   const reopened = await EmbeddedPool.open(dir, [], (error) => t.fail(`embedded database failed: ${error.message}`));
   t.teardown(() => reopened.end());
-  t.deepEqual((await reopened.query<{ id: string }>("SELECT id FROM items ORDER BY id")).rows, [{ id: "bookkeeping" }, { id: "in a transaction" }]);
+  t.deepEqual((await reopened.query<{ id: string }>("SELECT id FROM items ORDER BY id")).rows, [
+    { id: "bookkeeping" },
+    { id: "in a transaction" },
+  ]);
 });
