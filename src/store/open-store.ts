@@ -26,7 +26,7 @@ export type Database =
       kind: "postgres";
       /** Commits wait for the disk: what the API answers from. */
       api: SqlPool;
-      /** Delivery bookkeeping (see openPostgres); the same pool where there is one. */
+      /** Delivery bookkeeping, whose commits do not wait for the disk (see openPostgres); on the embedded store the same session. */
       bookkeeping: SqlPool;
       /** A pool of real connections for LISTEN/NOTIFY between instances (wake-ups, the live feed); absent when embedded (one process only). */
       notifications?: pg.Pool;
@@ -46,8 +46,8 @@ export interface OpenStore {
   /**
    * What deliveries write failure streaks and automatic disabling through
    * (their attempts go through the job store, open-jobs.ts, on the same
-   * pool). It may commit without waiting for the disk (see openPostgres);
-   * elsewhere it is `store` itself.
+   * pool). On PostgreSQL and the embedded store it commits without
+   * waiting for the disk (see openPostgres); on MongoDB it is `store` itself.
    */
   deliveryStore: Store;
   database: Database;
@@ -105,12 +105,13 @@ async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
   }
   const space = storeSpace(() => probeSpace(pool), log);
   noticeFull = (error) => space.noticed(error);
-  const watched = watchingSpace(pool, space);
-  const store = createPostgresStore(watched);
+  const api = watchingSpace(pool, space);
+  // Delivery bookkeeping commits without waiting for the disk, as on PostgreSQL (see openPostgres and EmbeddedPool).
+  const bookkeeping = watchingSpace(pool.bookkeeping, space);
   return {
-    store,
-    deliveryStore: store,
-    database: { kind: "postgres", api: watched, bookkeeping: watched },
+    store: createPostgresStore(api),
+    deliveryStore: createPostgresStore(bookkeeping),
+    database: { kind: "postgres", api, bookkeeping },
     description: `embedded PGlite in ${dataDir}`,
     space: () => space.report(),
     close: () => {

@@ -167,3 +167,35 @@ test("the database's thread giving up is a lost connection to its client; closin
   t.deepEqual((await again.query("SELECT 2 AS two")).rows, [{ two: 2 }]);
   await again.end();
 });
+
+test("bookkeeping commits without waiting for the disk, the API's side waits, and a clean close keeps both", async (t) => {
+  const dir = await embeddedDataDir("wh-embedded-");
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const pool = await EmbeddedPool.open(dir, [], (error) => t.fail(`embedded database failed: ${error.message}`));
+  const setting = async (side: Pick<EmbeddedPool, "query">) =>
+    (await side.query<{ synchronous_commit: string }>("SHOW synchronous_commit")).rows[0]?.synchronous_commit;
+  await pool.query("CREATE TABLE items (id text PRIMARY KEY)");
+  // Turns interleaved, statements and transactions: each runs with its own side's setting.
+  const [api, bookkeeping, inTransaction] = await Promise.all([
+    setting(pool),
+    setting(pool.bookkeeping),
+    pool.bookkeeping.connect().then(async (client) => {
+      await client.query("BEGIN");
+      await client.query("INSERT INTO items VALUES ('in a transaction')");
+      const inside = await setting(client);
+      await client.query("COMMIT");
+      client.release();
+      return inside;
+    }),
+    pool.bookkeeping.query("INSERT INTO items VALUES ('bookkeeping')"),
+  ]);
+  t.deepEqual([api, bookkeeping, inTransaction], ["on", "off", "off"]);
+  t.is(await setting(pool), "on");
+  await pool.end();
+  const reopened = await EmbeddedPool.open(dir, [], (error) => t.fail(`embedded database failed: ${error.message}`));
+  t.teardown(() => reopened.end());
+  t.deepEqual((await reopened.query<{ id: string }>("SELECT id FROM items ORDER BY id")).rows, [
+    { id: "bookkeeping" },
+    { id: "in a transaction" },
+  ]);
+});

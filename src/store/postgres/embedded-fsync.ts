@@ -20,10 +20,9 @@ import { NodeFS } from "@electric-sql/pglite/nodefs";
  * flushed before a data page is written, a checkpoint syncs the data files
  * before `pg_control` points past the WAL that covers them, and new WAL
  * segments and their directory are synced as they are made. Every commit
- * syncs, delivery bookkeeping's too (the embedded database is one session:
- * there is no second one to commit without waiting, as on a server); calls
- * arriving together share one statement, so one commit and one sync serve
- * them all (coalescer.ts).
+ * the API answers after syncs (delivery bookkeeping commits without waiting:
+ * EmbeddedPool); calls arriving together share one statement, so one commit
+ * and one sync serve them all (coalescer.ts).
  *
  * Emscripten's NODEFS is PGlite's internal, so:
  * - PGlite is pinned to an exact version in package.json;

@@ -21,6 +21,14 @@ import type { SqlClient, SqlPool } from "./sql-pool.js";
  * messages in its way). Only the thread failing ends the session, as a lost
  * connection would end a server's; `onError` hears of it.
  *
+ * `bookkeeping` is the same session for delivery bookkeeping, whose commits
+ * do not wait for the disk (`synchronous_commit=off`): the session's
+ * setting is switched, between statements, to what the next one's side
+ * asks for. An asynchronous commit's WAL reaches the disk with the next
+ * commit that waits for it (the WAL is flushed in order), or a checkpoint,
+ * or the checkpoint of a clean close; there is no WAL writer to flush it
+ * meanwhile. See docs/durability.md for what a crash can lose of it.
+ *
  * PGlite runs no autovacuum: a table whose rows come and go (the delivery
  * jobs: each inserted, locked and deleted) would grow by every row it ever
  * held, ~400 bytes a job, never reused. With `vacuumEveryMs` the pool runs
@@ -32,6 +40,15 @@ export class EmbeddedPool implements SqlPool {
   #turn: Promise<void> = Promise.resolve();
   #closed = false;
   #vacuum: NodeJS.Timeout | undefined;
+  /** The session's synchronous_commit: on (PostgreSQL's default) until a bookkeeping turn turns it off. */
+  #synchronousCommit = true;
+
+  /** The same session, for delivery bookkeeping: its commits do not wait for the disk (see above). */
+  readonly bookkeeping: SqlPool = {
+    query: <R extends QueryResultRow = QueryResultRow>(config: string | QueryConfig, values?: unknown[]) =>
+      this.#inTurn(() => this.client.query<R>(config as QueryConfig, values), false),
+    connect: () => this.#connect(false),
+  };
 
   private constructor(
     private readonly thread: EmbeddedThread,
@@ -83,10 +100,14 @@ export class EmbeddedPool implements SqlPool {
   }
 
   query<R extends QueryResultRow = QueryResultRow>(config: string | QueryConfig, values?: unknown[]): Promise<QueryResult<R>> {
-    return this.#inTurn(() => this.client.query<R>(config as QueryConfig, values));
+    return this.#inTurn(() => this.client.query<R>(config as QueryConfig, values), true);
   }
 
-  async connect(): Promise<SqlClient> {
+  connect(): Promise<SqlClient> {
+    return this.#connect(true);
+  }
+
+  async #connect(synchronousCommit: boolean): Promise<SqlClient> {
     let done: () => void = () => {};
     const held = new Promise<void>((resolve) => {
       done = resolve;
@@ -94,9 +115,12 @@ export class EmbeddedPool implements SqlPool {
     const previous = this.#turn;
     this.#turn = previous.then(() => held);
     await previous;
-    if (this.#closed) {
+    try {
+      if (this.#closed) throw new Error("the embedded database is closed");
+      await this.#commitSynchronously(synchronousCommit);
+    } catch (error) {
       done();
-      throw new Error("the embedded database is closed");
+      throw error;
     }
     let released = false;
     return {
@@ -121,7 +145,15 @@ export class EmbeddedPool implements SqlPool {
     });
   }
 
-  async #inTurn<T>(run: () => Promise<T>): Promise<T> {
+  /** Sets the session's synchronous_commit to `on` if it is not already (outside any transaction: it stays). */
+  async #commitSynchronously(on: boolean): Promise<void> {
+    if (this.#synchronousCommit === on) return;
+    await this.client.query(`SET synchronous_commit = ${on ? "on" : "off"}`);
+    this.#synchronousCommit = on;
+  }
+
+  /** Runs `run` once the turns before it are done, with synchronous_commit `synchronousCommit` (ending runs it as it is). */
+  async #inTurn<T>(run: () => Promise<T>, synchronousCommit?: boolean): Promise<T> {
     const previous = this.#turn;
     let done: () => void = () => {};
     this.#turn = new Promise<void>((resolve) => {
@@ -130,6 +162,7 @@ export class EmbeddedPool implements SqlPool {
     await previous;
     try {
       if (this.#closed) throw new Error("the embedded database is closed");
+      if (synchronousCommit !== undefined) await this.#commitSynchronously(synchronousCommit);
       return await run();
     } finally {
       done();
