@@ -6,7 +6,7 @@
  * wh_delivery_stats with the rows those attempts leave (the table the
  * reads use), merges the rows of the steps that are over as the service
  * does, reads each range 30 times through the service's own store code and
- * settings, prints the wall-clock median and slowest and the CPU time each
+ * settings and encodes the answer's message as the API sends it, prints the wall-clock median and slowest and the CPU time each
  * read costs PostgreSQL's server process (from /proc, when the server runs
  * on this machine) and this process, and drops the database. On a busy
  * machine the wall clock measures the machine; the CPU times do not.
@@ -22,8 +22,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { promisify } from "node:util";
+import { toBinary } from "@bufbuild/protobuf";
 import pg from "pg";
+import { toDeliveryStatsMessage } from "../src/api/services/stats-messages.js";
 import { DeliveryStats, LATENCY_BOUNDS_MS, type StatsRange, stepStart } from "../src/domain/delivery-stats.js";
+import { DeliveryStatsSchema } from "../src/gen/webhooks/v1/delivery_stats_pb.js";
 import { STABLE_PLANS, withSettings } from "../src/store/open-store.js";
 import { PostgresClientStore } from "../src/store/postgres/clients.js";
 import { PostgresDeliveryStatsStore } from "../src/store/postgres/delivery-stats.js";
@@ -135,6 +138,7 @@ try {
     for (let run = 0; run < RUNS; run++) {
       const started = performance.now();
       const report = await stats.report(range, clientId);
+      toBinary(DeliveryStatsSchema, toDeliveryStatsMessage(report));
       times.push(performance.now() - started);
       if (run === 0 && report.endpoints.length !== (clientId ? ORIGINS_PER_CLIENT : endpoints)) throw new Error("wrong endpoints");
     }

@@ -70,12 +70,14 @@ export interface StepCounts extends StatsCounts {
 /** What an endpoint's health is judged by. */
 export type AttemptCounts = Pick<StatsCounts, "attempts" | "failedAttempts" | "latencyAtMost">;
 
-/** An endpoint over the range: its attempts summed, and its attempts at each step it has rows in. */
+/** An endpoint over the range: its attempts summed, and its attempts at each step of the range. */
 export interface EndpointCounts extends AttemptCounts {
   clientId: string;
   /** As endpoint.ts names it: the client and the URL origin. */
   endpoint: string;
-  perStep: Array<{ start: Date; attempts: number; failedAttempts: number }>;
+  /** One figure for each step of the range, oldest first (stepsOf), 0 where it has no rows. */
+  attemptsPerStep: number[];
+  failedAttemptsPerStep: number[];
 }
 
 /** A range's rows, summed by step and by endpoint (steps and endpoints without rows are left out). */
@@ -91,6 +93,11 @@ export interface StatsQuery {
   to: Date;
   /** Only this client's rows; absent: every client's. */
   clientId?: string;
+}
+
+/** How many steps a query's range holds. */
+export function stepsOf(query: StatsQuery): number {
+  return Math.round((query.to.getTime() - query.from.getTime()) / (STEP_SECONDS[query.step] * 1000));
 }
 
 /** A subscription in a failure streak, for its endpoint's "failing since". */
@@ -248,47 +255,38 @@ export class DeliveryStats {
       addCounts(point, step);
       addCounts(total, step);
     }
-    const byEndpoint = new Map<string, { clientId: string; counts: AttemptCounts; attempts: number[]; failed: number[] }>();
-    const endpointEntry = (endpoint: string, owner: string) => {
-      let entry = byEndpoint.get(endpoint);
-      if (!entry) {
-        entry = { clientId: owner, counts: emptyCounts(), attempts: new Array(steps).fill(0), failed: new Array(steps).fill(0) };
-        byEndpoint.set(endpoint, entry);
-      }
-      return entry;
-    };
-    for (const endpoint of read.endpoints) {
-      const entry = endpointEntry(endpoint.endpoint, endpoint.clientId);
-      addAttempts(entry.counts, endpoint);
-      for (const step of endpoint.perStep) {
-        const index = stepOf(step.start);
-        if (index < 0 || index >= steps) continue;
-        entry.attempts[index] = (entry.attempts[index] ?? 0) + step.attempts;
-        entry.failed[index] = (entry.failed[index] ?? 0) + step.failedAttempts;
-      }
-    }
+    const byEndpoint = new Map(read.endpoints.map((endpoint) => [endpoint.endpoint, endpoint]));
     const failingSince = new Map<string, Date>();
     for (const subscription of failing) {
       const endpoint = endpointOf(subscription.clientId, subscription.url);
       const earliest = failingSince.get(endpoint);
       if (!earliest || subscription.failingSince < earliest) failingSince.set(endpoint, subscription.failingSince);
-      endpointEntry(endpoint, subscription.clientId);
+      // A failing endpoint without attempts in the range is shown too.
+      if (!byEndpoint.has(endpoint))
+        byEndpoint.set(endpoint, {
+          endpoint,
+          clientId: subscription.clientId,
+          attempts: 0,
+          failedAttempts: 0,
+          latencyAtMost: LATENCY_BOUNDS_MS.map(() => 0),
+          attemptsPerStep: new Array(steps).fill(0),
+          failedAttemptsPerStep: new Array(steps).fill(0),
+        });
     }
 
-    const endpoints = [...byEndpoint].map(([endpoint, entry]): EndpointHealth => {
-      const { counts } = entry;
+    const endpoints = [...byEndpoint.values()].map((counts): EndpointHealth => {
       const p95 = latencyQuantile(counts.latencyAtMost, counts.attempts, 0.95);
-      const since = failingSince.get(endpoint);
+      const since = failingSince.get(counts.endpoint);
       return {
-        clientId: entry.clientId,
-        origin: endpoint.slice(entry.clientId.length + 1),
+        clientId: counts.clientId,
+        origin: counts.endpoint.slice(counts.clientId.length + 1),
         attempts: counts.attempts,
         failedAttempts: counts.failedAttempts,
         ...(counts.attempts > 0 ? { successRate: (counts.attempts - counts.failedAttempts) / counts.attempts } : {}),
         ...(p95 === undefined ? {} : { latencyP95Ms: p95 }),
         ...(since ? { failingSince: since } : {}),
-        attemptsPerStep: entry.attempts,
-        failedAttemptsPerStep: entry.failed,
+        attemptsPerStep: counts.attemptsPerStep,
+        failedAttemptsPerStep: counts.failedAttemptsPerStep,
       };
     });
     // Worst first: the lowest success rate, then the slowest.

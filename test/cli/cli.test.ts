@@ -57,10 +57,24 @@ test("subscriber commands: events, subscriptions, trigger-sample, the delivery l
     [jobId],
   );
 
+  const between = new Date().toISOString();
   const redelivered = await json(["redeliver", id, jobId], asClient());
   t.regex(String(redelivered.jobId), /^ntf_/);
   t.not(redelivered.jobId, jobId);
   await receiver.waitForJob(String(redelivered.jobId));
+
+  // The log's filters: by event, and by creation time on either side of the redelivery.
+  const logIds = async (...filters: string[]) =>
+    ((await json(["deliveries", "list", id, ...filters], asClient())).notifications as { id: string }[] | undefined)?.map(
+      (each) => each.id,
+    ) ?? [];
+  t.deepEqual(await logIds("--event", "Order.Created"), [String(redelivered.jobId), jobId]);
+  t.deepEqual(await logIds("--event", "Order.Shipped"), []);
+  t.deepEqual(await logIds("--since", between), [String(redelivered.jobId)]);
+  t.deepEqual(await logIds("--until", between), [jobId]);
+  const badTime = await runCli(["deliveries", "list", id, "--since", "yesterday"], asClient());
+  t.is(badTime.code, 1);
+  t.regex(badTime.stderr, /--since must be a time such as/);
 
   // A receiver that fails: two failed notifications, then recover sends both again.
   const since = new Date().toISOString();

@@ -16,18 +16,21 @@ import {
   subscribeMix,
   totals,
 } from "../helpers/dashboard.js";
-import type { Receiver } from "../helpers/receiver.js";
+import { Receiver } from "../helpers/receiver.js";
 import { ADMIN_TOKEN, rest, startTestService, type TestService } from "../helpers/service.js";
 import { storeTargets } from "../helpers/stores.js";
 
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/portal/", import.meta.url));
 const EVENTS = 4;
+/** How long the slow receiver takes to answer 200: far above what a loaded machine adds to the others' answers. */
+const SLOW_MS = 1000;
 
 /**
  * The delivery figures in the portal: a known mix of deliveries (to a
  * receiver that answers 200, one that always answers 503, and one that fails
- * each notification's first attempt only) published to one client, read back
- * from the charts' tables on the operator's page and the client's own.
+ * each notification's first attempt only), and one that answers 200 after
+ * SLOW_MS, published to one client, read back from the charts' tables on
+ * the operator's page and the client's own.
  */
 if (chromiumOrSkip(test, "the portal's dashboard tests")) {
   let running: TestService;
@@ -38,6 +41,7 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
   let healthy: Receiver;
   let failing: Receiver;
   let flaky: Receiver;
+  let slow: Receiver;
   let mix: ReceiverMix | undefined;
   let client: Awaited<ReturnType<typeof createClient>>;
   /** What the published mix must add up to. */
@@ -54,6 +58,15 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
     ({ healthy, failing, flaky } = mix);
     client = await createClient(running.baseUrl, "Dashboard Ltd");
     await subscribeMix(running.baseUrl, client.auth, mix, "Order.Shipped");
+    slow = await Receiver.start(() => ({ status: 200, delayMs: SLOW_MS }));
+    const subscribed = await rest(
+      running.baseUrl,
+      "POST",
+      "/api/webhookSubscription",
+      { event: "Order.Shipped", url: slow.url },
+      client.auth,
+    );
+    if (subscribed.status !== 200) throw new Error(`create subscription: ${subscribed.text}`);
     for (let i = 0; i < EVENTS; i++) {
       const published = await rest(
         running.baseUrl,
@@ -65,7 +78,10 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
       if (published.status !== 200) throw new Error(`publish: ${published.text}`);
     }
     await mixAnswered(mix, EVENTS);
-    expected = mixFigures(EVENTS);
+    await slow.waitFor(EVENTS);
+    // The slow receiver delivers each notification at its first attempt.
+    const figures = mixFigures(EVENTS);
+    expected = { ...figures, accepted: figures.accepted + EVENTS, delivered: figures.delivered + EVENTS };
     await statsCountEnded(running.baseUrl, client.id, expected.accepted);
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 }, locale: "en-US" });
@@ -77,6 +93,7 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
     await running?.service.stop();
     await cleanupStore?.();
     await closeReceiverMix(mix);
+    await slow?.close();
   });
 
   /** The endpoint table's origins, top to bottom. */
@@ -134,10 +151,18 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
   });
 
   test.serial("the endpoint table ranks the failing endpoint first, and sorts by each column from the keyboard", async (t) => {
+    // Through the API: the slow endpoint's p95 is the highest.
+    const stats = await rest(running.baseUrl, "GET", `/api/internal/stats?range=1h&clientId=${client.id}`, undefined, adminAuth);
+    const health = (stats.json.stats as { endpoints: Array<{ origin: string; latencyP95Ms?: number }> }).endpoints;
+    const slowest = health.reduce((worst, endpoint) => ((endpoint.latencyP95Ms ?? 0) > (worst.latencyP95Ms ?? 0) ? endpoint : worst));
+    t.is(slowest.origin, originOf(slow));
+    t.true((slowest.latencyP95Ms ?? 0) >= SLOW_MS);
+
     const section = page.getByRole("region", { name: "Deliveries", exact: true });
-    t.deepEqual(await origins(section), [originOf(failing), originOf(flaky), originOf(healthy)]);
+    // Worst first: the lowest success rate, then (among those always delivering) the highest p95.
+    t.deepEqual(await origins(section), [originOf(failing), originOf(flaky), originOf(slow), originOf(healthy)]);
     const rates = await section.locator("table.endpoint-health td[data-label='Success rate']").allInnerTexts();
-    t.deepEqual(rates, ["0.0 %", "50.0 %", "100.0 %"]);
+    t.deepEqual(rates, ["0.0 %", "50.0 %", "100.0 %", "100.0 %"]);
     const sparklines: Array<string | null> = await section
       .locator(".sparkline")
       .evaluateAll((spans) => spans.map((span) => span.getAttribute("aria-label")));
@@ -157,15 +182,23 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
       await section.locator("th", { has: page.getByRole("button", { name: "Success rate", exact: true }) }).getAttribute("aria-sort"),
       "ascending",
     );
-    t.deepEqual(await origins(section), [originOf(failing), originOf(flaky), originOf(healthy)]);
+    t.deepEqual(await origins(section), [originOf(failing), originOf(flaky), originOf(slow), originOf(healthy)]);
     await page.keyboard.press("Enter");
     t.is(
       await section.locator("th", { has: page.getByRole("button", { name: "Success rate", exact: true }) }).getAttribute("aria-sort"),
       "descending",
     );
-    t.deepEqual(await origins(section), [originOf(healthy), originOf(flaky), originOf(failing)]);
-    // Attempts, most first: the failing endpoint made six for each notification.
+    t.deepEqual((await origins(section)).slice(-2), [originOf(flaky), originOf(failing)]);
+    // p95 latency, slowest first: the slow endpoint.
     await page.keyboard.press("Tab");
+    t.is((await focusedControl(page)).name, "p95 latency");
+    await page.keyboard.press("Enter");
+    t.is((await origins(section))[0], originOf(slow));
+    t.is(
+      await section.locator("th", { has: page.getByRole("button", { name: "p95 latency", exact: true }) }).getAttribute("aria-sort"),
+      "descending",
+    );
+    // Attempts, most first: the failing endpoint made six for each notification.
     await page.keyboard.press("Tab");
     t.is((await focusedControl(page)).name, "Attempts");
     await page.keyboard.press("Enter");
@@ -196,7 +229,7 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
     await tabTo(page, "Period");
     t.deepEqual(await totals(section), expectedTotals());
     t.deepEqual((await columnSums(page, "Notifications per minute")).Delivered, expected.delivered);
-    t.deepEqual(await origins(section), [originOf(failing), originOf(flaky), originOf(healthy)]);
+    t.deepEqual(await origins(section), [originOf(failing), originOf(flaky), originOf(slow), originOf(healthy)]);
     t.is(await section.getByRole("button", { name: /^Show only/ }).count(), 0, "no client column for a client");
     await audit(t, "the subscriber's figures");
     t.deepEqual(problems.dialogs, []);

@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Command } from "commander";
 import {
   DeliveryService,
@@ -70,8 +70,11 @@ export function addDeliveryCommands(program: Command, context: Context): void {
     .command("list <subscriptionId>")
     .description("its notifications, newest first")
     .option("--status <status>", "pending, delivered or failed")
+    .option("--event <event>", "only notifications of this event, e.g. Order.Shipped")
+    .option("--since <time>", "only notifications created at or after this time, e.g. 2026-11-20T00:00:00Z")
+    .option("--until <time>", "only notifications created before this time")
     .option("--limit <n>", "how many", "20")
-    .action(async (subscriptionId: string, options: { status?: string; limit: string }) => {
+    .action(async (subscriptionId: string, options: { status?: string; event?: string; since?: string; until?: string; limit: string }) => {
       const { out, connection } = context();
       const status = options.status === undefined ? NotificationStatus.UNSPECIFIED : STATUSES[options.status.toLowerCase()];
       if (status === undefined)
@@ -79,11 +82,18 @@ export function addDeliveryCommands(program: Command, context: Context): void {
       const limit = Number(options.limit);
       if (!Number.isInteger(limit) || limit < 1)
         throw new UsageError(`--limit must be a positive integer, got ${JSON.stringify(options.limit)}`);
+      const filters = {
+        subscriptionId,
+        status,
+        event: options.event ?? "",
+        ...(options.since === undefined ? {} : { since: timestampFromDate(parseTime(options.since, "--since")) }),
+        ...(options.until === undefined ? {} : { until: timestampFromDate(parseTime(options.until, "--until")) }),
+      };
       const client = connection.client(DeliveryService, "apiKey");
       const found: Notification[] = [];
       let pageToken = "";
       do {
-        const page = await client.listNotifications({ subscriptionId, status, pageSize: Math.min(100, limit - found.length), pageToken });
+        const page = await client.listNotifications({ ...filters, pageSize: Math.min(100, limit - found.length), pageToken });
         found.push(...page.notifications);
         pageToken = page.nextPageToken;
       } while (pageToken && found.length < limit);
@@ -130,12 +140,15 @@ export function addDeliveryCommands(program: Command, context: Context): void {
       // Listed first and redelivered one by one, so that a person sees how far it got.
       const failed: Notification[] = [];
       let pageToken = "";
-      listing: do {
-        const page = await client.listNotifications({ subscriptionId, status: NotificationStatus.FAILED, pageSize: 100, pageToken });
-        for (const notification of page.notifications) {
-          if (notification.createdAt && timestampDate(notification.createdAt) < since) break listing;
-          failed.push(notification);
-        }
+      do {
+        const page = await client.listNotifications({
+          subscriptionId,
+          status: NotificationStatus.FAILED,
+          since: timestampFromDate(since),
+          pageSize: 100,
+          pageToken,
+        });
+        failed.push(...page.notifications);
         pageToken = page.nextPageToken;
       } while (pageToken);
       const jobIds: string[] = [];

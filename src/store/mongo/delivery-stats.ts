@@ -13,6 +13,7 @@ import {
   type StatsRead,
   type StatsStep,
   stepStart,
+  stepsOf,
 } from "../../domain/delivery-stats.js";
 import type { DeliveryAttempt, NotificationStatus } from "../../domain/model.js";
 import { collections, isString } from "./documents.js";
@@ -106,6 +107,8 @@ export class MongoDeliveryStatsStore implements DeliveryStatsStore {
       .toArray();
     const steps = new Map<number, StatsCounts & { start: Date }>();
     const endpoints = new Map<string, EndpointCounts>();
+    const stepCount = stepsOf(query);
+    const stepMs = STEP_SECONDS[query.step] * 1000;
     for (const cell of cells) {
       const counts: StatsCounts = {
         accepted: cell.accepted ?? 0,
@@ -119,8 +122,18 @@ export class MongoDeliveryStatsStore implements DeliveryStatsStore {
       const step = steps.get(start.getTime()) ?? { start, ...emptyCounts() };
       steps.set(start.getTime(), addCounts(step, counts));
       const { attempts, failedAttempts, latencyAtMost } = emptyCounts();
-      const health = endpoints.get(endpoint) ?? { endpoint, clientId: cell.clientId, perStep: [], attempts, failedAttempts, latencyAtMost };
-      health.perStep.push({ start, attempts: counts.attempts, failedAttempts: counts.failedAttempts });
+      const health = endpoints.get(endpoint) ?? {
+        endpoint,
+        clientId: cell.clientId,
+        attempts,
+        failedAttempts,
+        latencyAtMost,
+        attemptsPerStep: new Array<number>(stepCount).fill(0),
+        failedAttemptsPerStep: new Array<number>(stepCount).fill(0),
+      };
+      const index = Math.round((start.getTime() - query.from.getTime()) / stepMs);
+      health.attemptsPerStep[index] = (health.attemptsPerStep[index] ?? 0) + counts.attempts;
+      health.failedAttemptsPerStep[index] = (health.failedAttemptsPerStep[index] ?? 0) + counts.failedAttempts;
       endpoints.set(endpoint, addAttempts(health, counts));
     }
     return { steps: [...steps.values()], endpoints: [...endpoints.values()] };

@@ -8,6 +8,7 @@ import {
   type StatsQuery,
   type StatsRead,
   type StatsStep,
+  stepsOf,
 } from "../../domain/delivery-stats.js";
 import type { SqlPool } from "./sql-pool.js";
 
@@ -73,9 +74,11 @@ const sums = (as: (column: string) => string) => COUNTS.map((column) => `sum(${c
  * A range's rows ($1 step, from $2 to $3; the client's alone where `client`),
  * summed per step (rows with `start`) and per endpoint (rows with
  * `endpoint`: the sums its health needs, and `per_step`, each of its rows'
- * start in epoch seconds, attempts and failed attempts, as text: split, it
- * reads several times faster than arrays of numbers parse). Sums are taken
- * in float8: numeric sums of bigint take ten times as long.
+ * place in the range (0 for the first step), attempts and failed attempts,
+ * as the text of a JSON array: JSON.parse reads it several times faster
+ * than the driver parses arrays of numbers, or than text split and
+ * converted). Sums are taken in float8: numeric sums of bigint take ten
+ * times as long.
  */
 function readStatement(client: boolean): string {
   const range = `${client ? "client_id = $4 AND " : ""}step = $1 AND start >= $2 AND start < $3`;
@@ -87,7 +90,8 @@ function readStatement(client: boolean): string {
   FROM wh_delivery_stats WHERE ${range} GROUP BY start
   UNION ALL
   SELECT NULL, endpoint, min(client_id), ${sumsOf(["attempts", "failed_attempts", ...LATENCY_COLUMNS])},
-         string_agg(concat_ws(' ', extract(epoch FROM start)::bigint, attempts, failed_attempts), ',')
+         '[' || string_agg(concat_ws(',', ((date_part('epoch', start) - date_part('epoch', $2::timestamptz)) / $1)::int,
+                                     attempts, failed_attempts), ',') || ']'
   FROM wh_delivery_stats WHERE ${range} GROUP BY endpoint`;
 }
 
@@ -126,19 +130,17 @@ const PENDING = (and: string) => `
 
 type ReadRow = { start: Date | null; endpoint: string | null; client_id: string | null; per_step: string | null } & Record<string, number>;
 
-/** An endpoint's `per_step` text, its rows of one step (one per writer until merged) added together. */
-function perStepOf(text: string): EndpointCounts["perStep"] {
-  if (text === "") return [];
-  const steps = new Map<number, { start: Date; attempts: number; failedAttempts: number }>();
-  for (const row of text.split(",")) {
-    const [seconds, attempts, failed] = row.split(" ").map(Number) as [number, number, number];
-    const step = steps.get(seconds);
-    if (step) {
-      step.attempts += attempts;
-      step.failedAttempts += failed;
-    } else steps.set(seconds, { start: new Date(seconds * 1000), attempts, failedAttempts: failed });
+/** An endpoint's `per_step` text spread over the range's `steps`, its rows of one step (one per writer until merged) added together. */
+function perStepOf(text: string, steps: number): Pick<EndpointCounts, "attemptsPerStep" | "failedAttemptsPerStep"> {
+  const attemptsPerStep = new Array<number>(steps).fill(0);
+  const failedAttemptsPerStep = new Array<number>(steps).fill(0);
+  const figures = JSON.parse(text) as number[];
+  for (let i = 0; i < figures.length; i += 3) {
+    const step = figures[i] as number;
+    attemptsPerStep[step] = (attemptsPerStep[step] as number) + (figures[i + 1] as number);
+    failedAttemptsPerStep[step] = (failedAttemptsPerStep[step] as number) + (figures[i + 2] as number);
   }
-  return [...steps.values()];
+  return { attemptsPerStep, failedAttemptsPerStep };
 }
 
 function countsOf(row: ReadRow): StatsCounts {
@@ -163,12 +165,13 @@ export class PostgresDeliveryStatsStore implements DeliveryStatsStore {
         : { name: "wh-stats-read-client", text: readStatement(true), values: [...values, query.clientId] },
     );
     const read: StatsRead = { steps: [], endpoints: [] };
+    const steps = stepsOf(query);
     for (const row of rows) {
       if (row.start !== null) read.steps.push({ start: row.start, ...countsOf(row) });
       else if (row.endpoint !== null && row.client_id !== null) {
         const { attempts, failedAttempts, latencyAtMost } = countsOf(row);
-        const perStep = perStepOf(row.per_step ?? "");
-        read.endpoints.push({ endpoint: row.endpoint, clientId: row.client_id, attempts, failedAttempts, latencyAtMost, perStep });
+        const perStep = perStepOf(row.per_step ?? "[]", steps);
+        read.endpoints.push({ endpoint: row.endpoint, clientId: row.client_id, attempts, failedAttempts, latencyAtMost, ...perStep });
       }
     }
     return read;
