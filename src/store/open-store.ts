@@ -11,8 +11,9 @@ import { EmbeddedPool } from "./postgres/embedded-pool.js";
 import { createPostgresStore } from "./postgres/postgres-store.js";
 import { migrate } from "./postgres/schema.js";
 import type { SqlPool } from "./postgres/sql-pool.js";
-import { asStoreFull, probeSpace, type SpaceReport, StoreSpace, watchingSpace } from "./postgres/store-space.js";
+import { asStoreFull, probeSpace, watchingSpace } from "./postgres/store-space.js";
 import { reportingUnavailable } from "./postgres/unavailable.js";
+import { type SpaceReport, StoreSpace } from "./store-space.js";
 
 export type StoreConfig =
   | { kind: "embedded"; dataDir: string }

@@ -1,6 +1,7 @@
 import test from "ava";
 import { StoreFullError } from "../../src/domain/errors.js";
-import { asStoreFull, StoreSpace } from "../../src/store/postgres/store-space.js";
+import { asStoreFull } from "../../src/store/postgres/store-space.js";
+import { StoreSpace } from "../../src/store/store-space.js";
 import { eventually } from "../helpers/eventually.js";
 
 const diskFull = (message: string) => Object.assign(new Error(message), { code: "53100" });
@@ -24,7 +25,7 @@ test("roomy → full on a failure, full while probes fail (with their reason), r
   const space = new StoreSpace({
     probe: async () => {
       probes++;
-      if (!room) throw diskFull("still no space");
+      if (!room) throw asStoreFull(diskFull("still no space"));
     },
     probeEveryMs: 5,
     onChange: (reason) => changes.push(reason),
