@@ -1,4 +1,4 @@
-import test from "ava";
+import test, { type ExecutionContext } from "ava";
 import pg from "pg";
 import { startEmulator } from "../../tools/mongo-emulator/emulator.js";
 import { adminAuth, createClient } from "../helpers/admin.js";
@@ -6,6 +6,34 @@ import { eventually } from "../helpers/eventually.js";
 import { Receiver } from "../helpers/receiver.js";
 import { rest, startTestService } from "../helpers/service.js";
 import { notOnMongo, storeTargets } from "../helpers/stores.js";
+
+/**
+ * One client subscribed to Order.Shipped at `receiver`: `publish(n)` calls
+ * the publish endpoint, `accept` keeps the ids an answer accepted, and
+ * `allDelivered` waits for each of them to reach the receiver.
+ */
+async function outageTraffic(t: ExecutionContext, baseUrl: string, receiver: Receiver) {
+  const owner = await createClient(baseUrl, "Outage");
+  const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Shipped", url: receiver.url }, owner.auth);
+  t.is(created.status, 200, created.text);
+  const publish = (n: number) =>
+    rest(
+      baseUrl,
+      "POST",
+      "/api/internal/events/publish",
+      { clientId: owner.id, event: "Order.Shipped", payload: { OrderId: `o${n}` } },
+      adminAuth,
+    );
+  const accepted = new Set<string>();
+  const accept = (answer: Awaited<ReturnType<typeof publish>>) => {
+    for (const id of answer.json.jobIds as string[]) accepted.add(id);
+  };
+  const allDelivered = (timeoutMs: number) => {
+    const delivered = () => new Set(receiver.requests.filter((r) => r.status === 200).map((r) => r.headers["x-jobid"] as string));
+    return eventually("every accepted notification to be delivered", () => [...accepted].every((id) => delivered().has(id)), { timeoutMs });
+  };
+  return { publish, accept, accepted, allDelivered };
+}
 
 const postgres = storeTargets().find((target) => target.name === "postgres");
 notOnMongo(test, "the store's connections killed and refused under the scheduler");
@@ -26,19 +54,8 @@ if (postgres) {
       await receiver.close();
       await store.cleanup();
     });
-    const owner = await createClient(baseUrl, "Outage");
-    const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Shipped", url: receiver.url }, owner.auth);
-    t.is(created.status, 200, created.text);
-    const publish = (n: number) =>
-      rest(
-        baseUrl,
-        "POST",
-        "/api/internal/events/publish",
-        { clientId: owner.id, event: "Order.Shipped", payload: { OrderId: `o${n}` } },
-        adminAuth,
-      );
-    const accepted = new Set<string>();
-    for (let n = 0; n < 10; n++) for (const id of (await publish(n)).json.jobIds as string[]) accepted.add(id);
+    const { publish, accept, accepted, allDelivered } = await outageTraffic(t, baseUrl, receiver);
+    for (let n = 0; n < 10; n++) accept(await publish(n));
     t.is((await rest(baseUrl, "GET", "/healthz")).status, 200);
 
     // The database goes away while deliveries are in flight: every connection is cut and none may open.
@@ -63,11 +80,8 @@ if (postgres) {
     // It comes back: health recovers by itself, and everything accepted before the outage is delivered.
     await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`);
     await eventually("/healthz to recover", async () => (await rest(baseUrl, "GET", "/healthz")).status === 200, { timeoutMs: 20_000 });
-    for (let n = 10; n < 15; n++) for (const id of (await publish(n)).json.jobIds as string[]) accepted.add(id);
-    const delivered = () => new Set(receiver.requests.filter((r) => r.status === 200).map((r) => r.headers["x-jobid"] as string));
-    await eventually("every accepted notification to be delivered", () => [...accepted].every((id) => delivered().has(id)), {
-      timeoutMs: 60_000,
-    });
+    for (let n = 10; n < 15; n++) accept(await publish(n));
+    await allDelivered(60_000);
     t.is(accepted.size, 15);
   });
 } else {
@@ -91,21 +105,7 @@ if (process.env.MONGODB_EMULATOR === "congodb") {
       await receiver.close();
       await emulator.stop();
     });
-    const owner = await createClient(baseUrl, "Outage");
-    const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event: "Order.Shipped", url: receiver.url }, owner.auth);
-    t.is(created.status, 200, created.text);
-    const publish = (n: number) =>
-      rest(
-        baseUrl,
-        "POST",
-        "/api/internal/events/publish",
-        { clientId: owner.id, event: "Order.Shipped", payload: { OrderId: `o${n}` } },
-        adminAuth,
-      );
-    const accepted = new Set<string>();
-    const accept = (answer: Awaited<ReturnType<typeof publish>>) => {
-      for (const id of answer.json.jobIds as string[]) accepted.add(id);
-    };
+    const { publish, accept, accepted, allDelivered } = await outageTraffic(t, baseUrl, receiver);
     for (let n = 0; n < 10; n++) accept(await publish(n));
 
     // The server goes away with publishes in flight: each is accepted (stored) or refused, none lost.
@@ -127,10 +127,7 @@ if (process.env.MONGODB_EMULATOR === "congodb") {
     await emulator.start();
     await eventually("/healthz to recover", async () => (await rest(baseUrl, "GET", "/healthz")).status === 200, { timeoutMs: 90_000 });
     for (let n = 10; n < 15; n++) accept(await publish(n));
-    const delivered = () => new Set(receiver.requests.filter((r) => r.status === 200).map((r) => r.headers["x-jobid"] as string));
-    await eventually("every accepted notification to be delivered", () => [...accepted].every((id) => delivered().has(id)), {
-      timeoutMs: 90_000,
-    });
+    await allDelivered(90_000);
     t.true(accepted.size >= 15);
   });
 } else {

@@ -34,10 +34,13 @@ export async function closeReceiverMix(mix: ReceiverMix | undefined): Promise<vo
 
 /** Subscribes `auth`'s client to `event` at each receiver of the mix. */
 export async function subscribeMix(baseUrl: string, auth: Record<string, string>, mix: ReceiverMix, event: string): Promise<void> {
-  for (const receiver of [mix.healthy, mix.failing, mix.flaky]) {
-    const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event, url: receiver.url }, auth);
-    if (created.status !== 200) throw new Error(`create subscription: ${created.text}`);
-  }
+  for (const receiver of [mix.healthy, mix.failing, mix.flaky]) await subscribe(baseUrl, auth, event, receiver.url);
+}
+
+/** Subscribes `url` to `event` for the client of `auth`. */
+export async function subscribe(baseUrl: string, auth: Record<string, string>, event: string, url: string): Promise<void> {
+  const created = await rest(baseUrl, "POST", "/api/webhookSubscription", { event, url }, auth);
+  if (created.status !== 200) throw new Error(`create subscription: ${created.text}`);
 }
 
 /** What `events` notifications to each receiver of the mix add up to. */

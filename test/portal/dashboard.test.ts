@@ -13,6 +13,7 @@ import {
   type ReceiverMix,
   startReceiverMix,
   statsCountEnded,
+  subscribe,
   subscribeMix,
   totals,
 } from "../helpers/dashboard.js";
@@ -59,14 +60,7 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
     client = await createClient(running.baseUrl, "Dashboard Ltd");
     await subscribeMix(running.baseUrl, client.auth, mix, "Order.Shipped");
     slow = await Receiver.start(() => ({ status: 200, delayMs: SLOW_MS }));
-    const subscribed = await rest(
-      running.baseUrl,
-      "POST",
-      "/api/webhookSubscription",
-      { event: "Order.Shipped", url: slow.url },
-      client.auth,
-    );
-    if (subscribed.status !== 200) throw new Error(`create subscription: ${subscribed.text}`);
+    await subscribe(running.baseUrl, client.auth, "Order.Shipped", slow.url);
     for (let i = 0; i < EVENTS; i++) {
       const published = await rest(
         running.baseUrl,
