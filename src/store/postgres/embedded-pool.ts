@@ -145,7 +145,7 @@ export class EmbeddedPool implements SqlPool {
     });
   }
 
-  /** Sets the session's synchronous_commit to `on` if it is not already (outside any transaction: it stays). */
+  /** Sets the session's synchronous_commit to `on` (true) or off, unless it is so already (outside any transaction: it stays). */
   async #commitSynchronously(on: boolean): Promise<void> {
     if (this.#synchronousCommit === on) return;
     await this.client.query(`SET synchronous_commit = ${on ? "on" : "off"}`);
