@@ -11,6 +11,12 @@ const OUT_OF_DISK_SPACE = 14031;
 const USER_WRITES_BLOCKED = 371;
 /** A server shutting down, or a primary stepping down (an election): another one may answer soon. */
 const GOING_AWAY = new Set([91, 189, 10107, 11600, 11602, 13435, 13436]);
+/**
+ * A socket's own error, which the driver (7.9) throws unwrapped when the
+ * server closes the connection while a command waits to be written (its
+ * `drain` wait in Connection.writeCommand rejects with the socket's EPIPE).
+ */
+const SOCKET_GONE = new Set(["EPIPE", "ECONNRESET", "ECONNREFUSED", "ECONNABORTED", "ETIMEDOUT"]);
 
 /**
  * The error as the domain's: StoreFullError when mongod says its disk is
@@ -28,7 +34,10 @@ export function asStoreError(error: unknown): unknown {
     return error;
   }
   const unreachable =
-    error instanceof MongoNetworkError || error instanceof MongoServerSelectionError || error instanceof MongoNotConnectedError;
+    error instanceof MongoNetworkError ||
+    error instanceof MongoServerSelectionError ||
+    error instanceof MongoNotConnectedError ||
+    (error instanceof Error && SOCKET_GONE.has(String((error as NodeJS.ErrnoException).code)));
   return unreachable ? unavailable(error) : error;
 }
 
