@@ -22,6 +22,9 @@ stop() {
 }
 trap stop EXIT
 step() { printf '\n\033[1m%s\033[0m\n' "$*"; }
+# Prints the first N bytes of stdin and reads the rest (a bare `head` would stop curl mid-answer, and
+# pipefail would end the script).
+first() { local all; all=$(cat); printf '%s …\n' "${all:0:$1}"; }
 # Waits until the command succeeds, for at most 60 s.
 await() { for _ in $(seq 600); do if "$@" >/dev/null 2>&1; then return 0; fi; sleep 0.1; done; echo "gave up waiting for: $*" >&2; exit 1; }
 
@@ -38,11 +41,11 @@ await curl -sf "$BASE/readyz"
 curl -s "$BASE/readyz"; echo
 
 step "2. The events you can subscribe to"
-curl -s -H "authorization: Bearer $API_KEY" "$BASE/api/webhookSubscription/events" | head -c 300; echo " …"
+curl -s -H "authorization: Bearer $API_KEY" "$BASE/api/webhookSubscription/events" | first 300
 
 step "3. Subscribe a receiver URL; the answer's signatureKey verifies X-Signature"
 curl -s -H "authorization: Bearer $API_KEY" -H 'content-type: application/json' "$BASE/api/webhookSubscription" \
-  -d "{\"event\":\"Order.Created\",\"url\":\"$RECEIVER\",\"description\":\"quick start\"}" | tee "$WORK/subscription.json" | head -c 300; echo " …"
+  -d "{\"event\":\"Order.Created\",\"url\":\"$RECEIVER\",\"description\":\"quick start\"}" | tee "$WORK/subscription.json" | first 300
 node -e 'const s = JSON.parse(require("fs").readFileSync(process.argv[1])); require("fs").writeFileSync(process.argv[2], s.signatureKey); console.log(s.id)' \
   "$WORK/subscription.json" "$WORK/signature-key.pem" >"$WORK/subscription-id"
 SUBSCRIPTION=$(cat "$WORK/subscription-id")
@@ -67,7 +70,7 @@ await grep -q ord_42 "$WORK/receiver.log"
 grep ord_42 "$WORK/receiver.log"
 
 step "7. Read the delivery log"
-curl -s -H "authorization: Bearer $API_KEY" "$BASE/api/webhookSubscription/$SUBSCRIPTION/notifications" | head -c 400; echo " …"
+curl -s -H "authorization: Bearer $API_KEY" "$BASE/api/webhookSubscription/$SUBSCRIPTION/notifications" | first 400
 curl -s -H "authorization: Bearer $API_KEY" "$BASE/api/webhookSubscription/$SUBSCRIPTION/notifications?status=DELIVERED" | grep -q ord_42
 echo
 echo "quick start: done"
