@@ -4,8 +4,10 @@ FROM node:20.20.2-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Exactly the lock file. The only install scripts are dev tools' (buf, esbuild,
-# protobufjs), which package.json's allowScripts turns off too.
-RUN npm ci --ignore-scripts --no-audit --no-fund
+# protobufjs), which package.json's allowScripts turns off too, and our own
+# postinstall: patches/ applied to the dependencies they name (patch-package).
+COPY patches ./patches
+RUN npm ci --ignore-scripts --no-audit --no-fund && npx patch-package --error-on-fail
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY portal ./portal

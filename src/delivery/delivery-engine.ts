@@ -13,7 +13,6 @@ import { EarnedConcurrency } from "./fairness/earned-concurrency.js";
 import type { LaneOccupancy } from "./fairness/fair-lanes.js";
 import { Throttle } from "./fairness/throttle.js";
 import { JobFeed } from "./job-feed.js";
-import { patchJobProcessorOf } from "./job-processor-patch.js";
 import type { HeldJob, JobCounts, JobStore, LockedJob, NewDelivery } from "./job-store.js";
 import { WakeChannel } from "./wake-channel.js";
 
@@ -135,7 +134,6 @@ export class DeliveryEngine implements DeliveryQueue {
       // Each run ends its own job (#end): Agenda has nothing to remove.
       removeOnComplete: false,
     });
-    patchJobProcessorOf(this.#agenda);
     this.#agenda.on("error", (err) => log.error({ err }, "scheduler error"));
     this.#agenda.on(`start:${DELIVER_JOB}`, () => this.#running++);
     this.#agenda.on(`complete:${DELIVER_JOB}`, () => {
