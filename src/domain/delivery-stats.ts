@@ -100,6 +100,11 @@ export function stepsOf(query: StatsQuery): number {
   return Math.round((query.to.getTime() - query.from.getTime()) / (STEP_SECONDS[query.step] * 1000));
 }
 
+/** Which step of the query's range `start` falls in (0 for the first). */
+export function stepIndexOf(query: StatsQuery, start: Date): number {
+  return Math.floor((start.getTime() - query.from.getTime()) / (STEP_SECONDS[query.step] * 1000));
+}
+
 /** A subscription in a failure streak, for its endpoint's "failing since". */
 export interface FailingSubscription {
   clientId: string;
@@ -181,6 +186,20 @@ export function emptyCounts(): StatsCounts {
   return { accepted: 0, delivered: 0, failed: 0, attempts: 0, failedAttempts: 0, latencyAtMost: LATENCY_BOUNDS_MS.map(() => 0) };
 }
 
+/** An endpoint with nothing counted yet: 0 at each of a range's `steps`. */
+export function emptyEndpointCounts(endpoint: string, clientId: string, steps: number): EndpointCounts {
+  const { attempts, failedAttempts, latencyAtMost } = emptyCounts();
+  return {
+    endpoint,
+    clientId,
+    attempts,
+    failedAttempts,
+    latencyAtMost,
+    attemptsPerStep: new Array<number>(steps).fill(0),
+    failedAttemptsPerStep: new Array<number>(steps).fill(0),
+  };
+}
+
 /** Adds `counts` into `into`, and answers it. */
 export function addCounts<T extends StatsCounts>(into: T, counts: StatsCounts): T {
   into.accepted += counts.accepted;
@@ -245,12 +264,10 @@ export class DeliveryStats {
       this.store.failing(clientId),
       this.store.pending(clientId),
     ]);
-    const stepOf = (start: Date) => Math.floor((start.getTime() - from) / stepMs);
-
     const byStep = Array.from({ length: steps }, emptyCounts);
     const total = emptyCounts();
     for (const step of read.steps) {
-      const point = byStep[stepOf(step.start)];
+      const point = byStep[stepIndexOf(query, step.start)];
       if (!point) continue;
       addCounts(point, step);
       addCounts(total, step);
@@ -262,16 +279,7 @@ export class DeliveryStats {
       const earliest = failingSince.get(endpoint);
       if (!earliest || subscription.failingSince < earliest) failingSince.set(endpoint, subscription.failingSince);
       // A failing endpoint without attempts in the range is shown too.
-      if (!byEndpoint.has(endpoint))
-        byEndpoint.set(endpoint, {
-          endpoint,
-          clientId: subscription.clientId,
-          attempts: 0,
-          failedAttempts: 0,
-          latencyAtMost: LATENCY_BOUNDS_MS.map(() => 0),
-          attemptsPerStep: new Array(steps).fill(0),
-          failedAttemptsPerStep: new Array(steps).fill(0),
-        });
+      if (!byEndpoint.has(endpoint)) byEndpoint.set(endpoint, emptyEndpointCounts(endpoint, subscription.clientId, steps));
     }
 
     const endpoints = [...byEndpoint.values()].map((counts): EndpointHealth => {

@@ -92,6 +92,9 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
 
   /** The endpoint table's origins, top to bottom. */
   const origins = (section: Locator) => section.locator("table.endpoint-health td.url").allInnerTexts();
+  /** How the column whose header button is `name` sorts the table (its header's aria-sort). */
+  const sortOf = (page: Page, section: Locator, name: string) =>
+    section.locator("th", { has: page.getByRole("button", { name, exact: true }) }).getAttribute("aria-sort");
 
   const expectedTotals = () => ({
     Accepted: expected.accepted,
@@ -172,35 +175,23 @@ if (chromiumOrSkip(test, "the portal's dashboard tests")) {
     await successRate.focus();
     t.is((await focusedControl(page)).name, "Success rate");
     await page.keyboard.press("Enter");
-    t.is(
-      await section.locator("th", { has: page.getByRole("button", { name: "Success rate", exact: true }) }).getAttribute("aria-sort"),
-      "ascending",
-    );
+    t.is(await sortOf(page, section, "Success rate"), "ascending");
     t.deepEqual(await origins(section), [originOf(failing), originOf(flaky), originOf(slow), originOf(healthy)]);
     await page.keyboard.press("Enter");
-    t.is(
-      await section.locator("th", { has: page.getByRole("button", { name: "Success rate", exact: true }) }).getAttribute("aria-sort"),
-      "descending",
-    );
+    t.is(await sortOf(page, section, "Success rate"), "descending");
     t.deepEqual((await origins(section)).slice(-2), [originOf(flaky), originOf(failing)]);
     // p95 latency, slowest first: the slow endpoint.
     await page.keyboard.press("Tab");
     t.is((await focusedControl(page)).name, "p95 latency");
     await page.keyboard.press("Enter");
     t.is((await origins(section))[0], originOf(slow));
-    t.is(
-      await section.locator("th", { has: page.getByRole("button", { name: "p95 latency", exact: true }) }).getAttribute("aria-sort"),
-      "descending",
-    );
+    t.is(await sortOf(page, section, "p95 latency"), "descending");
     // Attempts, most first: the failing endpoint made six for each notification.
     await page.keyboard.press("Tab");
     t.is((await focusedControl(page)).name, "Attempts");
     await page.keyboard.press("Enter");
     t.is((await origins(section))[0], originOf(failing));
-    t.is(
-      await section.locator("th", { has: page.getByRole("button", { name: "Success rate", exact: true }) }).getAttribute("aria-sort"),
-      "none",
-    );
+    t.is(await sortOf(page, section, "Success rate"), "none");
 
     // A client's button narrows the figures to that client.
     await section

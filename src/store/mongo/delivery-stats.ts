@@ -5,6 +5,7 @@ import {
   type DeliveryStatsStore,
   type EndpointCounts,
   emptyCounts,
+  emptyEndpointCounts,
   type FailingSubscription,
   LATENCY_BOUNDS_MS,
   STEP_SECONDS,
@@ -12,6 +13,7 @@ import {
   type StatsQuery,
   type StatsRead,
   type StatsStep,
+  stepIndexOf,
   stepStart,
   stepsOf,
 } from "../../domain/delivery-stats.js";
@@ -108,7 +110,6 @@ export class MongoDeliveryStatsStore implements DeliveryStatsStore {
     const steps = new Map<number, StatsCounts & { start: Date }>();
     const endpoints = new Map<string, EndpointCounts>();
     const stepCount = stepsOf(query);
-    const stepMs = STEP_SECONDS[query.step] * 1000;
     for (const cell of cells) {
       const counts: StatsCounts = {
         accepted: cell.accepted ?? 0,
@@ -121,17 +122,8 @@ export class MongoDeliveryStatsStore implements DeliveryStatsStore {
       const { start, endpoint } = cell._id;
       const step = steps.get(start.getTime()) ?? { start, ...emptyCounts() };
       steps.set(start.getTime(), addCounts(step, counts));
-      const { attempts, failedAttempts, latencyAtMost } = emptyCounts();
-      const health = endpoints.get(endpoint) ?? {
-        endpoint,
-        clientId: cell.clientId,
-        attempts,
-        failedAttempts,
-        latencyAtMost,
-        attemptsPerStep: new Array<number>(stepCount).fill(0),
-        failedAttemptsPerStep: new Array<number>(stepCount).fill(0),
-      };
-      const index = Math.round((start.getTime() - query.from.getTime()) / stepMs);
+      const health = endpoints.get(endpoint) ?? emptyEndpointCounts(endpoint, cell.clientId, stepCount);
+      const index = stepIndexOf(query, start);
       health.attemptsPerStep[index] = (health.attemptsPerStep[index] ?? 0) + counts.attempts;
       health.failedAttemptsPerStep[index] = (health.failedAttemptsPerStep[index] ?? 0) + counts.failedAttempts;
       endpoints.set(endpoint, addAttempts(health, counts));
