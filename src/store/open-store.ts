@@ -1,4 +1,4 @@
-import { type Db, MongoClient } from "mongodb";
+import { type Db, MongoClient, type MongoClientOptions } from "mongodb";
 import pg from "pg";
 import type { Logger } from "pino";
 import { StoreFullError } from "../domain/errors.js";
@@ -125,6 +125,15 @@ async function openEmbedded(dataDir: string, log: Logger): Promise<OpenStore> {
 /** How long the first connection may take to find a server at start, rather than the driver's 30 s, in silence. */
 const MONGODB_START_SELECTION_MS = 5_000;
 
+/**
+ * How long a call waits for a server while none answers before it fails (503
+ * `unavailable`): as long as a new PostgreSQL connection may take, not the
+ * driver's 30 s. The URL's own `serverSelectionTimeoutMS` wins.
+ */
+function selectionOptions(url: string): MongoClientOptions {
+  return /[?&]serverSelectionTimeoutMS=/i.test(url) ? {} : { serverSelectionTimeoutMS: CONNECTING.connectionTimeoutMillis };
+}
+
 async function openMongo(url: string, changeStreams: boolean, log: Logger): Promise<OpenStore> {
   // A probe with a short server selection: the service's own client keeps the driver's defaults for its life.
   const probe = new MongoClient(url, { serverSelectionTimeoutMS: MONGODB_START_SELECTION_MS });
@@ -135,7 +144,7 @@ async function openMongo(url: string, changeStreams: boolean, log: Logger): Prom
   } finally {
     await probe.close();
   }
-  const client = new MongoClient(url);
+  const client = new MongoClient(url, selectionOptions(url));
   await client.connect();
   try {
     const db = client.db();
