@@ -135,7 +135,7 @@ function selectionOptions(url: string): MongoClientOptions {
 }
 
 async function openMongo(url: string, changeStreams: boolean, log: Logger): Promise<OpenStore> {
-  // A probe with a short server selection: the service's own client keeps the driver's defaults for its life.
+  // A probe with a shorter server selection still, so that a start without a server fails within 5 s.
   const probe = new MongoClient(url, { serverSelectionTimeoutMS: MONGODB_START_SELECTION_MS });
   try {
     await probe.connect();
