@@ -111,7 +111,7 @@ async function messagesOf(carriage: Carriage, request: UniversalServerRequest, b
 }
 
 /** Envelope flags: the message is compressed (with the request's grpc-encoding). */
-const COMPRESSED_FLAG = 0b01;
+export const COMPRESSED_FLAG = 0b01;
 /** Envelope header: a flags byte, then the message's length (32-bit big-endian). */
 const ENVELOPE_HEADER_BYTES = 5;
 
@@ -136,6 +136,16 @@ function splitEnvelopes(body: Uint8Array, readMaxBytes: number): Uint8Array[] {
     offset = start + length;
   }
   return messages;
+}
+
+/** The one message of a body holding exactly one uncompressed envelope; undefined otherwise. */
+export function singleUncompressedMessage(body: Uint8Array): Uint8Array | undefined {
+  try {
+    const messages = splitEnvelopes(body, Number.POSITIVE_INFINITY);
+    return messages.length === 1 ? messages[0] : undefined;
+  } catch {
+    return undefined; // cut short, or marked compressed
+  }
 }
 
 function negotiate(requested: string | null, acceptHeader: string) {
