@@ -24,7 +24,10 @@ const MAX_PAYLOAD_DEPTH = 32;
  * An event's payload carries its own fields only (Event and Timestamp are the
  * service's), is at most 32 levels deep, and uses no prototype-related keys.
  * A `__proto__` key may already have become an object's prototype when the
- * payload was decoded, so a foreign prototype counts as one too.
+ * payload was decoded, so a foreign prototype counts as one too. Every number
+ * is finite: JSON has no NaN or Infinity (a literal such as 1e400 parses to
+ * Infinity, and gRPC's Value can carry either), and the body would carry
+ * `null` in its place.
  */
 function assertOwnFields(payload: JsonObject): void {
   for (const field of BASE_FIELDS) {
@@ -39,7 +42,10 @@ function assertPlainJson(value: unknown, depth: number): void {
   if (typeof value !== "object" || value === null) return;
   if (depth >= MAX_PAYLOAD_DEPTH) throw new ValidationError(`the payload nests deeper than ${MAX_PAYLOAD_DEPTH} levels`, "payload");
   if (Array.isArray(value)) {
-    for (const item of value) assertPlainJson(item, depth + 1);
+    for (const [index, item] of value.entries()) {
+      assertFinite(item, index);
+      assertPlainJson(item, depth + 1);
+    }
     return;
   }
   const prototype = Object.getPrototypeOf(value);
@@ -48,6 +54,15 @@ function assertPlainJson(value: unknown, depth: number): void {
   }
   for (const [key, item] of Object.entries(value)) {
     if (RESERVED_KEYS.has(key)) throw new ValidationError(`the payload may not use the key ${key}`, "payload");
+    assertFinite(item, key);
     assertPlainJson(item, depth + 1);
   }
+}
+
+function assertFinite(value: unknown, key: string | number): void {
+  if (typeof value === "number" && !Number.isFinite(value))
+    throw new ValidationError(
+      `the payload's ${typeof key === "number" ? `item ${key}` : `field ${JSON.stringify(key)}`} is ${value}, which JSON cannot carry: numbers must be finite (at most about 1.8e308)`,
+      "payload",
+    );
 }

@@ -11,12 +11,13 @@ const running = sharedService(test);
 const PUBLISH = "/api/internal/events/publish";
 const PAYLOAD = { OrderId: "ord_1", CustomerId: "cus_1", TotalAmount: 1, Currency: "EUR" };
 
-const connectClient = () =>
+const connectClient = (useBinaryFormat = false) =>
   createClient(
     EventService,
     createConnectTransport({
       baseUrl: running.baseUrl,
       httpVersion: "1.1",
+      useBinaryFormat,
       interceptors: [
         (next) => (req) => {
           req.header.set("authorization", `Bearer ${ADMIN_TOKEN}`);
@@ -87,4 +88,46 @@ test("an idempotency key of 255 printable characters, non-ASCII ones included, i
   t.is(first.status, 200, first.text);
   const again = await rest(running.baseUrl, "POST", PUBLISH, request, adminAuth);
   t.is(again.json.duplicate, true, again.text);
+});
+
+test("a payload number JSON cannot carry is invalid_argument naming its field, over REST, Connect and gRPC", async (t) => {
+  const tenant = await createTenant(running.baseUrl, "Out of range");
+  // JSON.parse reads 1e400 as Infinity, which JSON.stringify would deliver as null.
+  const answer = await rest(
+    running.baseUrl,
+    "POST",
+    PUBLISH,
+    `{"clientId":"${tenant.id}","event":"Order.Shipped","payload":{"OrderId":"o","Weight":1e400}}`,
+    adminAuth,
+  );
+  t.is(answer.status, 400, answer.text);
+  t.is(answer.json.code, "invalid_argument");
+  t.regex(String(answer.json.message), /field "Weight" is Infinity.*finite/);
+
+  for (const value of [Number.NaN, Number.NEGATIVE_INFINITY]) {
+    const request = { clientId: tenant.id, event: "Order.Shipped", payload: { OrderId: "o", Lines: [1, value] } };
+    const overGrpc = await t.throwsAsync(
+      grpcCall(
+        running.service.port,
+        EventService,
+        "PublishEvent",
+        PublishEventRequestSchema,
+        PublishEventResponseSchema,
+        request,
+        ADMIN_TOKEN,
+      ),
+    );
+    t.is((overGrpc as grpc.ServiceError).code, grpc.status.INVALID_ARGUMENT);
+    t.regex((overGrpc as grpc.ServiceError).details, /item 1 is (NaN|-Infinity).*finite/);
+  }
+  // Connect's JSON has no Infinity either (its client refuses to encode one): binary Connect carries it.
+  const connect = await t.throwsAsync(
+    connectClient(true).publishEvent({
+      clientId: tenant.id,
+      event: "Order.Shipped",
+      payload: { OrderId: "o", Weight: Number.POSITIVE_INFINITY },
+    }),
+  );
+  t.is(ConnectError.from(connect).code, Code.InvalidArgument);
+  t.regex(ConnectError.from(connect).rawMessage, /field "Weight" is Infinity/);
 });
