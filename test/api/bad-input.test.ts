@@ -1,4 +1,5 @@
 import { Agent, request } from "node:http";
+import { gzipSync } from "node:zlib";
 import test from "ava";
 import { Receiver } from "../helpers/receiver.js";
 import { API_KEY, rest, restAnswer, sharedService } from "../helpers/service.js";
@@ -195,6 +196,22 @@ test("a wrong content type: 415", async (t) => {
     415,
     "invalid_argument",
     /application\/json/,
+  );
+});
+
+test("a compressed body: 415 naming the encoding, not a decoding error", async (t) => {
+  const gzipped = gzipSync(JSON.stringify({ event: "Order.Created", url: receiver.url }));
+  const response = await fetch(`${running.baseUrl}${SUBSCRIBE}`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json", "content-encoding": "gzip" },
+    body: gzipped,
+  });
+  await expectError(
+    t,
+    restAnswer(response.status, await response.text()),
+    415,
+    "invalid_argument",
+    /Content-Encoding gzip is not supported/,
   );
 });
 

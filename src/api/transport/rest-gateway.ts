@@ -104,6 +104,10 @@ export class RestGateway {
       if (bytes.byteLength > 0 && !/^application\/json\b/i.test(contentType)) {
         throw new HttpError(415, "invalid_argument", "Content-Type must be application/json");
       }
+      const encoding = req.headers["content-encoding"]?.trim().toLowerCase();
+      if (bytes.byteLength > 0 && encoding && encoding !== "identity") {
+        throw new HttpError(415, "invalid_argument", `Content-Encoding ${encoding} is not supported here: send the JSON body uncompressed`);
+      }
       const json = parseJsonObject(bytes);
       message = binding.body === "*" ? bodyFields(binding.method.input, json) : { [binding.body]: json };
     } else {
