@@ -81,7 +81,8 @@ interface Lookups {
 }
 
 function assertIdempotencyKey(key: string): void {
-  if (key.length > MAX_IDEMPOTENCY_KEY)
+  // Characters, as the message says: an emoji is one, though two UTF-16 units (key.length).
+  if (key.length > MAX_IDEMPOTENCY_KEY && (key.length > 2 * MAX_IDEMPOTENCY_KEY || [...key].length > MAX_IDEMPOTENCY_KEY))
     throw new ValidationError(`idempotencyKey is longer than ${MAX_IDEMPOTENCY_KEY} characters`, "idempotencyKey");
   assertPrintable(key, "idempotencyKey");
 }

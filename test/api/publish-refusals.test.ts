@@ -90,6 +90,17 @@ test("an idempotency key of 255 printable characters, non-ASCII ones included, i
   t.is(again.json.duplicate, true, again.text);
 });
 
+test("an idempotency key is counted in characters: 255 emoji are taken, 256 are too long", async (t) => {
+  const tenant = await createTenant(running.baseUrl, "Emoji keys");
+  const publish = (idempotencyKey: string) =>
+    rest(running.baseUrl, "POST", PUBLISH, { clientId: tenant.id, event: "Order.Created", payload: PAYLOAD, idempotencyKey }, adminAuth);
+  const taken = await publish("🔑".repeat(255));
+  t.is(taken.status, 200, taken.text);
+  const tooLong = await publish("🔑".repeat(256));
+  t.is(tooLong.status, 400, tooLong.text);
+  t.regex(String(tooLong.json.message), /idempotencyKey is longer than 255 characters/);
+});
+
 test("a payload number JSON cannot carry is invalid_argument naming its field, over REST, Connect and gRPC", async (t) => {
   const tenant = await createTenant(running.baseUrl, "Out of range");
   // JSON.parse reads 1e400 as Infinity, which JSON.stringify would deliver as null.
