@@ -178,7 +178,10 @@ export class Subscriptions {
     const current = await this.get(clientId, id);
     const now = new Date();
     let next: Subscription = { ...current, updatedAt: now };
-    if (changes.url !== undefined) next.url = normaliseTargetUrl(changes.url, this.deps.targetPolicy);
+    if (changes.url !== undefined) {
+      next.url = normaliseTargetUrl(changes.url, this.deps.targetPolicy);
+      if (next.url !== current.url) await this.#refuseDuplicate(next);
+    }
     if (changes.description !== undefined) {
       assertDescription(changes.description);
       next.description = changes.description;
@@ -212,6 +215,14 @@ export class Subscriptions {
       return fresh;
     }
     return saved;
+  }
+
+  /** A change of URL may not make the subscription a copy of another (same event, URL and scheme): create refuses that too. */
+  async #refuseDuplicate(changed: Subscription): Promise<void> {
+    const same = (await this.deps.store.findByUrl(changed.clientId, changed.url)).find(
+      (other) => other.id !== changed.id && other.event === changed.event && other.signatureScheme === changed.signatureScheme,
+    );
+    if (same) refuse({ inserted: false, duplicateOf: same.id }, changed.event);
   }
 
   async delete(clientId: string, id: string): Promise<void> {

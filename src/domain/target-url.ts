@@ -39,6 +39,8 @@ export function normaliseTargetUrl(raw: string, policy: TargetPolicy, field = "u
   }
   if (!policy.allowPrivateTargets) assertPublicHost(url.hostname, field);
   url.hash = "";
+  // An empty query ("…/hook?") names the same endpoint as none: kept, it would slip past the duplicate check.
+  if (url.search === "") url.search = "";
   return url.toString();
 }
 

@@ -61,5 +61,20 @@ for (const target of storeTargets()) {
       Array.from({ length: 4 }, () => rest(base, "POST", BASE, { event: "Order.Created", url: "http://127.0.0.1:9/twin" }, twinOwner.auth)),
     );
     t.deepEqual(twins.map((answer) => answer.status).sort(), [200, 409, 409, 409]);
+
+    // Nor can a change of URL, or an empty query, make a copy of another subscription.
+    const twin = twins.find((answer) => answer.status === 200)?.json.id as string;
+    const emptyQuery = await rest(base, "POST", BASE, { event: "Order.Created", url: "http://127.0.0.1:9/twin?" }, twinOwner.auth);
+    t.is(emptyQuery.status, 409, emptyQuery.text);
+    const other = await rest(base, "POST", BASE, { event: "Order.Created", url: "http://127.0.0.1:9/other" }, twinOwner.auth);
+    t.is(other.status, 200, other.text);
+    const moved = await rest(base, "PATCH", `${BASE}/${other.json.id as string}`, { url: "http://127.0.0.1:9/twin" }, twinOwner.auth);
+    t.is(moved.status, 409, moved.text);
+    t.is(moved.json.code, "already_exists");
+    t.regex(moved.json.message as string, new RegExp(`subscription ${twin} already sends Order.Created`));
+    const unchanged = await rest(base, "PATCH", `${BASE}/${twin}`, { url: "http://127.0.0.1:9/twin", description: "kept" }, twinOwner.auth);
+    t.is(unchanged.status, 200, `its own URL is no duplicate: ${unchanged.text}`);
+    const after = await rest(base, "GET", `${BASE}/${other.json.id as string}`, undefined, twinOwner.auth);
+    t.is(after.json.url, "http://127.0.0.1:9/other", "the refused change left it as it was");
   });
 }
