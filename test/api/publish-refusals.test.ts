@@ -142,3 +142,28 @@ test("a payload number JSON cannot carry is invalid_argument naming its field, o
   t.is(ConnectError.from(connect).code, Code.InvalidArgument);
   t.regex(ConnectError.from(connect).rawMessage, /field "Weight" is Infinity/);
 });
+
+test("a payload that is no JSON object is invalid_argument naming the field, over REST and Connect", async (t) => {
+  const tenant = await createTenant(running.baseUrl, "Not an object");
+  const single = await rest(running.baseUrl, "POST", PUBLISH, { clientId: tenant.id, event: "Order.Shipped", payload: [1, 2] }, adminAuth);
+  t.is(single.status, 400, single.text);
+  t.is(single.json.code, "invalid_argument");
+  t.is(single.json.message, "payload must be a JSON object, not an array");
+
+  const events = [
+    { clientId: tenant.id, event: "Order.Shipped", payload: { OrderId: "o" } },
+    { clientId: tenant.id, event: "Order.Shipped", payload: "shipped" },
+  ];
+  const batch = await rest(running.baseUrl, "POST", "/api/internal/events/publishBatch", { events }, adminAuth);
+  t.is(batch.status, 400, batch.text);
+  t.is(batch.json.message, 'events[1].payload must be a JSON object, not "shipped"');
+
+  const connect = await fetch(`${running.baseUrl}/webhooks.v1.EventService/PublishEvent`, {
+    method: "POST",
+    headers: { ...adminAuth, "content-type": "application/json" },
+    body: JSON.stringify({ clientId: tenant.id, event: "Order.Shipped", payload: 5 }),
+  });
+  const answer = (await connect.json()) as { code: string; message: string };
+  t.is(connect.status, 400);
+  t.deepEqual(answer, { code: "invalid_argument", message: "payload must be a JSON object, not 5" });
+});

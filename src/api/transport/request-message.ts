@@ -11,6 +11,7 @@ import {
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { HttpError } from "./http-body.js";
 import { parseJsonObject } from "./json-body.js";
+import { structFieldError } from "./rest-fields.js";
 
 /** The compressions the router accepts (connectNodeAdapter's default). */
 export const ACCEPTED_COMPRESSIONS = [compressionGzip, compressionBrotli];
@@ -75,8 +76,10 @@ export async function malformedMessage(
   }
   for (const message of messages) {
     try {
-      if (carriage.codec === "json") parseJsonObject(message);
-      else fromBinary(schema, message);
+      if (carriage.codec === "json") {
+        const misplaced = structFieldError(schema, parseJsonObject(message));
+        if (misplaced) return misplaced;
+      } else fromBinary(schema, message);
     } catch (error) {
       if (error instanceof HttpError) return error.message;
       return `the request is not a valid ${schema.typeName} message: ${(error as Error).message}`;

@@ -1,5 +1,5 @@
 import { type DescEnum, type DescMessage, fromJson } from "@bufbuild/protobuf";
-import { TimestampSchema } from "@bufbuild/protobuf/wkt";
+import { StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { HttpError } from "./http-body.js";
 
 /**
@@ -28,6 +28,32 @@ function checkTimestamp(parameter: string, text: string): void {
       `${parameter} must be a time in RFC 3339 form, such as 2026-01-02T15:04:05Z (got ${JSON.stringify(text.slice(0, 64))})`,
     );
   }
+}
+
+/**
+ * Why a JSON message puts something other than an object where `schema`
+ * wants a google.protobuf.Struct (an event's payload), naming the field
+ * (`events[2].payload`); undefined when none does. protobuf-es refuses it
+ * too, but its message names the type, not the field.
+ */
+export function structFieldError(schema: DescMessage, json: Record<string, unknown>, path = ""): string | undefined {
+  for (const field of schema.fields) {
+    if (field.message === undefined) continue;
+    const value = json[field.jsonName] ?? json[field.name];
+    if (value === undefined || value === null) continue;
+    const items = field.fieldKind === "list" && Array.isArray(value) ? value : field.fieldKind === "message" ? [value] : [];
+    for (const [index, item] of items.entries()) {
+      const at = `${path}${field.jsonName}${field.fieldKind === "list" ? `[${index}]` : ""}`;
+      const isObject = typeof item === "object" && item !== null && !Array.isArray(item);
+      if (field.message.typeName === StructSchema.typeName) {
+        if (!isObject) return `${at} must be a JSON object, not ${Array.isArray(item) ? "an array" : JSON.stringify(item).slice(0, 40)}`;
+      } else if (isObject && field.message.typeName.startsWith("webhooks.")) {
+        const inner = structFieldError(field.message, item as Record<string, unknown>, `${at}.`);
+        if (inner) return inner;
+      }
+    }
+  }
+  return undefined;
 }
 
 /**

@@ -4,7 +4,7 @@ import { edgeContextValues, edgeFactsOf } from "./edge-facts.js";
 import { discardBody, HttpError, type NodeRequest, type NodeResponse, readBody, writeError } from "./http-body.js";
 import { type HttpBinding, matchPath, readHttpBindings } from "./http-rules.js";
 import { parseJsonObject } from "./json-body.js";
-import { bodyFields, queryFields } from "./rest-fields.js";
+import { bodyFields, queryFields, structFieldError } from "./rest-fields.js";
 
 /** Headers a REST caller sends that the RPC should see. */
 const FORWARDED_HEADERS = ["authorization", "user-agent", "x-request-id", "idempotency-key"];
@@ -114,6 +114,8 @@ export class RestGateway {
       // Fields not bound to the path or body come from the query string.
       message = queryFields(binding.method.input, query);
     }
+    const misplaced = structFieldError(binding.method.input, message);
+    if (misplaced) throw new HttpError(400, "invalid_argument", misplaced);
     for (const [field, value] of Object.entries(variables)) {
       const existing = message[field] ?? message[toJsonName(field)];
       if (existing !== undefined && existing !== value) {
