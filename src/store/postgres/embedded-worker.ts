@@ -73,7 +73,8 @@ function serve(db: PGlite): void {
 
 /** What went wrong, never empty: PGlite's start can fail with an Error that has no message (e.g. an abort). */
 function describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
+  // Emscripten's ExitStatus and the like are thrown as plain objects: "[object Object]" would say nothing.
+  if (!(error instanceof Error)) return typeof error === "object" && error !== null ? JSON.stringify(error).slice(0, 500) : String(error);
   const cause = error.cause === undefined ? "" : ` (cause: ${describe(error.cause)})`;
   const top = error.stack?.split("\n")[1]?.trim() ?? "";
   return `${error.message || `${error.name} without a message${top ? `, ${top}` : ""}`}${cause}`;
