@@ -1,3 +1,4 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
@@ -27,6 +28,10 @@ const connectClient = (useBinaryFormat = false) =>
     }),
   );
 
+/** PublishEvent over binary gRPC (@grpc/grpc-js), with the admin token. */
+const publishOverGrpc = (request: MessageInitShape<typeof PublishEventRequestSchema>) =>
+  grpcCall(running.service.port, EventService, "PublishEvent", PublishEventRequestSchema, PublishEventResponseSchema, request, ADMIN_TOKEN);
+
 for (const clientId of ["cli_…", "cli_00000000000000000000000000000000"]) {
   test(`publishing for a client that does not exist (${clientId}) is not found, naming it, on every protocol`, async (t) => {
     const answer = await rest(running.baseUrl, "POST", PUBLISH, { clientId, event: "Order.Created", payload: PAYLOAD }, adminAuth);
@@ -38,17 +43,7 @@ for (const clientId of ["cli_…", "cli_00000000000000000000000000000000"]) {
     t.is(ConnectError.from(connect).code, Code.NotFound);
     t.true(ConnectError.from(connect).rawMessage.includes(clientId));
 
-    const overGrpc = await t.throwsAsync(
-      grpcCall(
-        running.service.port,
-        EventService,
-        "PublishEvent",
-        PublishEventRequestSchema,
-        PublishEventResponseSchema,
-        { clientId, event: "Order.Created", payload: PAYLOAD },
-        ADMIN_TOKEN,
-      ),
-    );
+    const overGrpc = await t.throwsAsync(publishOverGrpc({ clientId, event: "Order.Created", payload: PAYLOAD }));
     t.is((overGrpc as grpc.ServiceError).code, grpc.status.NOT_FOUND);
   });
 }
@@ -117,17 +112,7 @@ test("a payload number JSON cannot carry is invalid_argument naming its field, o
 
   for (const value of [Number.NaN, Number.NEGATIVE_INFINITY]) {
     const request = { clientId: tenant.id, event: "Order.Shipped", payload: { OrderId: "o", Lines: [1, value] } };
-    const overGrpc = await t.throwsAsync(
-      grpcCall(
-        running.service.port,
-        EventService,
-        "PublishEvent",
-        PublishEventRequestSchema,
-        PublishEventResponseSchema,
-        request,
-        ADMIN_TOKEN,
-      ),
-    );
+    const overGrpc = await t.throwsAsync(publishOverGrpc(request));
     t.is((overGrpc as grpc.ServiceError).code, grpc.status.INVALID_ARGUMENT);
     t.regex((overGrpc as grpc.ServiceError).details, /item 1 is (NaN|-Infinity).*finite/);
   }
