@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { spawnOwned } from "./children.js";
+import { programArgs } from "./program.js";
 
 export interface CliResult {
   code: number | null;
@@ -8,9 +9,9 @@ export interface CliResult {
   stderr: string;
 }
 
-/** The `webhooks` CLI as its own process, from its sources. */
+/** The `webhooks` CLI as its own process (programArgs). */
 export function spawnCli(args: readonly string[], env: Record<string, string>): ChildProcess {
-  return spawnOwned(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+  return spawnOwned(process.execPath, [...programArgs("cli/main"), ...args], {
     env: { ...process.env, NO_COLOR: "1", ...env },
     stdio: ["pipe", "pipe", "pipe"],
   });

@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { spawnOwned } from "./children.js";
+import { programArgs } from "./program.js";
 import { FAST_TEST_ENV } from "./service.js";
 import { type StoreTarget, storeTargets } from "./stores.js";
 
@@ -17,9 +18,9 @@ export function serviceEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** The service as its own process (`src/main.ts`), for tests that kill it. */
+/** The service as its own process (programArgs), for tests that kill it. */
 export async function spawnService(env: Record<string, string>): Promise<ServiceProcess> {
-  const child = spawnOwned(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawnOwned(process.execPath, programArgs("main"), {
     env: { ...serviceEnv(), ...FAST_TEST_ENV, LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -63,7 +64,7 @@ export function kill(service: ServiceProcess, signal: NodeJS.Signals): Promise<v
  * and stderr, or "served" (and then killed) if it started listening instead.
  */
 export function startExpectingExit(env: Record<string, string>): Promise<{ code: number | null | "served"; stderr: string }> {
-  const child = spawnOwned(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawnOwned(process.execPath, programArgs("main"), {
     env: { ...serviceEnv(), ...FAST_TEST_ENV, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
