@@ -44,6 +44,8 @@ const HANDOUT_MAX_AGE_MS = 2_000;
 const DRAINED_FOR_MS = 250;
 /** An attempt that failed on our side (the store unreachable…), not the receiver's, runs again this much later. */
 const OWN_FAILURE_RETRY_MS = 10_000;
+/** Retries are fetched within 20 ms of falling due; past 10,000 distinct due times, the poll finds them. */
+const RETRY_DUE = { stepMs: 20, maxPending: 10_000 };
 /** After a failed poll, the next in 200 ms, doubling up to 5 s while failures go on. */
 const POLL_BACKOFF = { initialMs: 200, maxMs: 5_000 };
 /** Running attempts get this long to save their state once interrupted at shutdown. */
@@ -100,6 +102,7 @@ export class DeliveryEngine implements DeliveryQueue {
       },
       handoutMaxAgeMs: Math.min(HANDOUT_MAX_AGE_MS, options.lockLifetimeMs / 4),
       drainedForMs: DRAINED_FOR_MS,
+      due: RETRY_DUE,
       backoff: POLL_BACKOFF,
       onRunnable: () => this.#channel.wake(),
       onFetched: (outcome) => {
@@ -263,7 +266,11 @@ export class DeliveryEngine implements DeliveryQueue {
             // The worker asks for no retry beyond the policy's last.
             if (delayMs === null) return Promise.reject(new Error(`retry ${retry.retry} is beyond the retry policy`));
             const nextRunAt = new Date(Date.now() + delayMs);
-            return this.#end(lease, (held) => this.store.retry({ ...held, attempt, nextRunAt }));
+            return this.#end(lease, async (held) => {
+              const saved = await this.store.retry({ ...held, attempt, nextRunAt });
+              if (saved) this.#feed.dueAt(nextRunAt);
+              return saved;
+            });
           },
         }),
       );
@@ -292,7 +299,7 @@ export class DeliveryEngine implements DeliveryQueue {
     } else await this.#end(lease, (held) => this.store.remove(held));
   }
 
-  /** The run's last write: its job's end (a retry due later is found by a poll once due). */
+  /** The run's last write: its job's end (a retry is fetched once due: JobFeed.dueAt). */
   async #end(lease: Lease, write: (held: HeldJob) => Promise<boolean>): Promise<void> {
     await lease.end((held) => this.#saved(write(held)));
   }

@@ -1,3 +1,4 @@
+import { DueAlarm } from "./due-alarm.js";
 import { LaneBudgets, LeftBehind, withoutBudget } from "./fairness/budgets.js";
 import { FairLanes, type LaneJob, type LaneLimits, type LaneOccupancy } from "./fairness/fair-lanes.js";
 import type { JobStore, LockedBatch, LockedJob } from "./job-store.js";
@@ -24,6 +25,8 @@ export interface JobFeedOptions {
   handoutMaxAgeMs: number;
   /** A fetch that found nothing more due spares `take()` another fetch this long (new jobs announce themselves: `pulse`). */
   drainedForMs: number;
+  /** Jobs saved to run later (`dueAt`) are fetched once they fall due, within `stepMs`; see due-alarm.ts. */
+  due: { stepMs: number; maxPending: number };
   /** After a failed fetch, wait this long (doubling per failure, up to `maxMs`) before the next. */
   backoff: { initialMs: number; maxMs: number };
   clock?: Clock;
@@ -93,6 +96,7 @@ export class JobFeed {
   #wantedSince = 0;
   /** Unlocks under way, for `release()` to wait for. */
   readonly #unlocking = new Set<Promise<void>>();
+  readonly #alarm: DueAlarm;
 
   constructor(
     private readonly store: Pick<JobStore, "lockDue" | "unlock">,
@@ -102,6 +106,7 @@ export class JobFeed {
     this.#clock = options.clock ?? systemClock;
     this.#budgets = new LaneBudgets(this.#lanes, options.limits, Math.ceil(options.batchSize / 4), () => this.#clock.now());
     this.#backoffMs = options.backoff.initialMs;
+    this.#alarm = new DueAlarm({ ...options.due, clock: this.#clock, onDue: () => this.pulse() });
   }
 
   get mode(): FeedMode {
@@ -174,6 +179,15 @@ export class JobFeed {
       return;
     }
     this.#lanes.putBack(job);
+  }
+
+  /**
+   * A job was saved to run again at `at` (a retry): it is fetched once it
+   * falls due, not a poll later, and retries falling due over a second are
+   * fetched as they do rather than in one burst ahead of new deliveries.
+   */
+  dueAt(at: Date): void {
+    if (this.#mode !== "RELEASED") this.#alarm.at(Math.max(at.getTime(), this.#clock.now() + 1));
   }
 
   /** Due jobs may have come that no fetch saw. */
@@ -331,6 +345,7 @@ export class JobFeed {
     for (const timer of [this.#backoffTimer, this.#sweepTimer]) if (timer !== undefined) this.#clock.clearTimeout(timer);
     this.#backoffTimer = undefined;
     this.#sweepTimer = undefined;
+    this.#alarm.stop();
   }
 
   /** While jobs wait, unlocks those whose lock grew too old to hand out. */

@@ -63,6 +63,7 @@ function setup(overrides: Partial<JobFeedOptions> = {}) {
     limits: fixed(2, 4),
     handoutMaxAgeMs: 2000,
     drainedForMs: 250,
+    due: { stepMs: 20, maxPending: 4 },
     backoff: { initialMs: 100, maxMs: 800 },
     clock,
     onRunnable: () => events.runnable++,
@@ -440,4 +441,25 @@ test("new jobs go in locked only while the store was just found drained, within 
   const late = job();
   feed.adopt([late]);
   t.deepEqual(store.unlocked.at(-1), [late.id], "a job adopted after release is unlocked");
+});
+
+test("a job saved to run later (dueAt) is fetched once it falls due, not when Agenda next asks; none after release", async (t) => {
+  const { clock, store, feed } = setup();
+  feed.pulse();
+  await store.answer([]);
+  // Two due times within one 20-ms step (setup's): the later one a multiple of it.
+  const due = Math.ceil((clock.now() + 1_000) / 20) * 20;
+  feed.dueAt(new Date(due - 10));
+  feed.dueAt(new Date(due));
+  clock.advance(due - 11 - clock.now());
+  t.is(store.requests.length, 1, "not before it is due");
+  clock.advance(11);
+  t.is(store.requests.length, 2, "the two, due within one step, are fetched together as they fall due");
+  await store.answer([]);
+  clock.advance(5_000);
+  t.is(store.requests.length, 2, "nothing more was due");
+  feed.dueAt(new Date(clock.now() + 100));
+  await feed.release();
+  clock.advance(1_000);
+  t.is(store.requests.length, 2, "a released feed fetches nothing");
 });
