@@ -1,4 +1,4 @@
-import type { Clock } from "./job-feed.js";
+import type { Clock } from "./clock.js";
 
 /** The longest timer Node sets (a longer one fires after 1 ms): a due time further out is re-armed for on the way. */
 const LONGEST_TIMER_MS = 2 ** 31 - 1;

@@ -1,21 +1,8 @@
+import { type Clock, systemClock } from "./clock.js";
 import { DueAlarm } from "./due-alarm.js";
 import { LaneBudgets, LeftBehind, withoutBudget } from "./fairness/budgets.js";
 import { FairLanes, type LaneJob, type LaneLimits, type LaneOccupancy } from "./fairness/fair-lanes.js";
 import type { JobStore, LockedBatch, LockedJob } from "./job-store.js";
-
-/** Time and timers, injected so that the feed can be tested step by step. */
-export interface Clock {
-  now(): number;
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-/** The real clock; its timers never keep the process alive by themselves. */
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
 
 export interface JobFeedOptions {
   /** Jobs one lock statement takes; also the most the feed holds waiting. */

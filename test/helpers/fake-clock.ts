@@ -1,4 +1,4 @@
-import type { Clock } from "../../src/delivery/job-feed.js";
+import type { Clock } from "../../src/delivery/clock.js";
 
 /** A clock that moves only when told to, running the timers that fall due on the way. */
 export class FakeClock implements Clock {
